@@ -1,0 +1,49 @@
+# One command runner for people and CI (.ci/run calls `make test`).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip
+
+.PHONY: run test lint typecheck unit install dev bench-locomo bench-latency clean
+
+$(BIN)/activate:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+$(VENV)/.installed: $(BIN)/activate pyproject.toml
+	$(PIP) install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(BIN)/activate pyproject.toml
+	$(PIP) install --quiet -e '.[dev]'
+	touch $(VENV)/.installed $@
+
+install: $(VENV)/.installed
+
+dev: $(VENV)/.installed-dev
+
+## Install and start the daemon on its embedded defaults (127.0.0.1:9999).
+run: install
+	$(BIN)/mnemonic serve
+
+## Install dev dependencies and run the whole suite: lint, types, tests.
+test: dev lint typecheck unit
+
+lint: dev
+	$(BIN)/ruff check mnemonic tests bench
+	$(BIN)/ruff format --check mnemonic tests bench
+
+typecheck: dev
+	$(BIN)/mypy
+
+unit: dev
+	$(BIN)/pytest
+
+bench-locomo: dev
+	$(BIN)/python bench/locomo.py
+
+bench-latency: dev
+	$(BIN)/python bench/latency.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,5 @@
+"""``python -m mnemonic`` is the ``mnemonic`` command."""
+
+from mnemonic.cli.main import main
+
+main()

@@ -1,0 +1,96 @@
+"""The Starlette application: routes, the security guard and error mapping."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from mnemonic.api.routes import BadRequest, HealthFn, build_routes
+from mnemonic.api.security import BodyTooLarge, SecurityMiddleware
+from mnemonic.app.service import MemoryService
+from mnemonic.errors import InvalidInputError, NotFoundError
+
+log = logging.getLogger(__name__)
+
+Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
+
+
+def build_app(
+    service: MemoryService,
+    health: HealthFn,
+    *,
+    port: int,
+    token: str,
+    max_body_bytes: int,
+    ready: Callable[[], bool],
+    lifespan: Lifespan | None = None,
+) -> Starlette:
+    async def livez(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        ok = ready()
+        return JSONResponse({"ready": ok}, status_code=200 if ok else 503)
+
+    routes = [
+        Route("/livez", livez, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        *build_routes(service, health),
+    ]
+    return Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(SecurityMiddleware, port=port, token=token, max_body_bytes=max_body_bytes)
+        ],
+        exception_handlers={
+            BadRequest: _bad_request,
+            NotFoundError: _not_found,
+            InvalidInputError: _invalid,
+            BodyTooLarge: _too_large,
+            HTTPException: _http_error,
+            Exception: _server_error,
+        },
+        lifespan=lifespan,
+    )
+
+
+async def _bad_request(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, BadRequest)
+    return JSONResponse({**exc.payload, "status": exc.status}, status_code=exc.status)
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    return JSONResponse({"error": str(exc), "status": 404}, status_code=404)
+
+
+async def _invalid(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, InvalidInputError)
+    body: dict[str, Any] = {
+        "error": "validation failed",
+        "details": [{"field": exc.field, "message": exc.message}],
+        "status": 422,
+    }
+    return JSONResponse(body, status_code=422)
+
+
+async def _too_large(request: Request, exc: Exception) -> Response:
+    return JSONResponse({"error": "body too large", "status": 413}, status_code=413)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return JSONResponse({"error": exc.detail, "status": exc.status_code}, exc.status_code)
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return JSONResponse({"error": "internal error", "status": 500}, status_code=500)

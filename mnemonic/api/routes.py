@@ -1,0 +1,134 @@
+"""REST routes under /api/v1: thin adapters from HTTP to the application layer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from mnemonic.api.schemas import BatchBody, FeedbackBody, QueryBody, RememberBody
+from mnemonic.api.serialize import memory_json, raw_json, result_json
+from mnemonic.app.service import MemoryService, RecallRequest, Remembered, RememberInput
+from mnemonic.store.base import Filters
+from mnemonic.store.models import RawStatus
+
+B = TypeVar("B", bound=BaseModel)
+HealthFn = Callable[[], Awaitable[dict[str, Any]]]
+
+
+class BadRequest(Exception):
+    def __init__(self, status: int, payload: dict[str, Any]) -> None:
+        super().__init__(payload.get("error", ""))
+        self.status = status
+        self.payload = payload
+
+
+async def parse(request: Request, model: type[B]) -> B:
+    """JSON that does not parse is 400; JSON of the wrong shape is 422 naming the fields."""
+    raw = await request.body()
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BadRequest(400, {"error": f"invalid JSON: {exc}"}) from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        details = [
+            {"field": ".".join(str(p) for p in err["loc"]) or "body", "message": err["msg"]}
+            for err in exc.errors(include_url=False, include_context=False, include_input=False)
+        ]
+        raise BadRequest(422, {"error": "validation failed", "details": details}) from None
+
+
+def _input(body: RememberBody) -> RememberInput:
+    return RememberInput(
+        content=body.content,
+        source=body.source,
+        type=body.type,
+        project=body.project,
+        timestamp=body.timestamp,
+        metadata=body.metadata,
+    )
+
+
+def _remembered(r: Remembered) -> dict[str, Any]:
+    return {"raw_id": r.raw_id, "memory_id": r.memory_id, "status": r.status.value}
+
+
+def _wait(request: Request) -> bool:
+    return request.query_params.get("wait", "false").lower() in ("1", "true", "yes")
+
+
+def build_routes(service: MemoryService, health: HealthFn) -> list[Route]:
+    async def remember(request: Request) -> Response:
+        body = await parse(request, RememberBody)
+        wait = _wait(request)
+        result = await service.remember(_input(body), wait=wait)
+        done = result.status in (RawStatus.ENCODED, RawStatus.REINFORCED)
+        return JSONResponse(_remembered(result), status_code=201 if wait and done else 202)
+
+    async def remember_batch(request: Request) -> Response:
+        body = await parse(request, BatchBody)
+        wait = _wait(request)
+        results = await service.remember_batch([_input(b) for b in body.memories], wait=wait)
+        done = all(r.status in (RawStatus.ENCODED, RawStatus.REINFORCED) for r in results)
+        return JSONResponse(
+            {"results": [_remembered(r) for r in results]},
+            status_code=201 if wait and done else 202,
+        )
+
+    async def get_memory(request: Request) -> Response:
+        memory = await service.get(request.path_params["memory_id"])
+        return JSONResponse(memory_json(memory))
+
+    async def forget_memory(request: Request) -> Response:
+        memory = await service.forget(request.path_params["memory_id"])
+        return JSONResponse(memory_json(memory))
+
+    async def get_raw(request: Request) -> Response:
+        raw = await service.get_raw(request.path_params["raw_id"])
+        return JSONResponse(raw_json(raw))
+
+    async def query(request: Request) -> Response:
+        body = await parse(request, QueryBody)
+        filters = Filters(
+            project=body.project,
+            sources=tuple(body.source) if body.source else None,
+            types=tuple(body.type) if body.type else None,
+            states=tuple(body.state) if body.state else None,
+            since=body.since,
+            until=body.until,
+            min_salience=body.min_salience,
+        )
+        answer = await service.recall(RecallRequest(body.query, body.limit, filters))
+        return JSONResponse(
+            {
+                "query_id": answer.query_id,
+                "results": [result_json(s, explain=body.explain) for s in answer.results],
+                "took_ms": round(answer.took_ms, 3),
+            }
+        )
+
+    async def feedback(request: Request) -> Response:
+        body = await parse(request, FeedbackBody)
+        changed = await service.feedback(body.query_id, body.quality, body.memory_ids)
+        return JSONResponse({"query_id": body.query_id, "updated": changed})
+
+    async def get_health(request: Request) -> Response:
+        return JSONResponse(await health())
+
+    return [
+        Route("/api/v1/memories", remember, methods=["POST"]),
+        Route("/api/v1/memories/batch", remember_batch, methods=["POST"]),
+        Route("/api/v1/memories/{memory_id}", get_memory, methods=["GET"]),
+        Route("/api/v1/memories/{memory_id}", forget_memory, methods=["DELETE"]),
+        Route("/api/v1/raw/{raw_id}", get_raw, methods=["GET"]),
+        Route("/api/v1/query", query, methods=["POST"]),
+        Route("/api/v1/feedback", feedback, methods=["POST"]),
+        Route("/api/v1/health", get_health, methods=["GET"]),
+    ]

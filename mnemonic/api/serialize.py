@@ -1,0 +1,64 @@
+"""Domain records to JSON-ready dicts (no vectors, ever)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mnemonic.recall.ranking import Scored
+from mnemonic.store.models import Memory, RawMemory
+
+
+def memory_json(memory: Memory) -> dict[str, Any]:
+    return {
+        "id": memory.id,
+        "content": memory.content,
+        "summary": memory.summary,
+        "concepts": list(memory.concepts),
+        "type": memory.type.value,
+        "source": memory.source.value,
+        "project": memory.project or None,
+        "state": memory.state.value,
+        "salience": round(memory.salience, 4),
+        "significance": round(memory.significance, 4),
+        "utility": round(memory.utility, 4),
+        "access_count": memory.access_count,
+        "timestamp": memory.timestamp.isoformat(),
+        "created_at": memory.created_at.isoformat(),
+        "updated_at": memory.updated_at.isoformat(),
+        "metadata": memory.metadata,
+        "raw_id": memory.raw_id,
+        "merged_into": memory.merged_into,
+    }
+
+
+def raw_json(raw: RawMemory) -> dict[str, Any]:
+    return {
+        "id": raw.id,
+        "content": raw.content,
+        "source": raw.source.value,
+        "type": raw.type.value if raw.type else None,
+        "project": raw.project or None,
+        "timestamp": raw.timestamp.isoformat(),
+        "created_at": raw.created_at.isoformat(),
+        "metadata": raw.metadata,
+        "status": raw.status.value,
+        "memory_id": raw.memory_id,
+        "attempts": raw.attempts,
+        "error": raw.error,
+    }
+
+
+def result_json(scored: Scored, *, explain: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"memory": memory_json(scored.memory), "score": scored.score}
+    if explain:
+        sig = scored.signals
+        out["explain"] = {
+            "contributions": scored.contributions,
+            "multiplier": scored.multiplier,
+            "direct": sig.direct,
+            "spread": sig.spread,
+            "fts_rank": sig.fts_rank,
+            "vector_rank": sig.vector_rank,
+            "cosine": sig.cosine,
+        }
+    return out

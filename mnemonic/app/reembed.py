@@ -1,0 +1,46 @@
+"""Background re-embedding after the embedding model or its dimension changes.
+
+Vectors of the old model stay in SQLite until each is replaced, so an interrupted run
+simply continues on the next start; full-text recall works throughout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from mnemonic.llm.embedding import EmbeddingProvider
+from mnemonic.store.sqlite import SQLiteStore
+from mnemonic.store.vector_index import VectorIndex
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class ReembedProgress:
+    total: int = 0
+    done: int = 0
+    running: bool = False
+
+
+async def reembed(
+    store: SQLiteStore,
+    index: VectorIndex,
+    embedder: EmbeddingProvider,
+    progress: ReembedProgress,
+    batch: int = 128,
+) -> None:
+    progress.total = await store.count_stale_vectors(embedder.name)
+    progress.running = progress.total > 0
+    if progress.running:
+        log.info("re-embedding %d memories with %s", progress.total, embedder.name)
+    while True:
+        entries, texts = await store.stale_vectors(embedder.name, batch)
+        if not entries:
+            break
+        vectors = await asyncio.to_thread(embedder.embed, texts)
+        await store.store_vectors([e.seq for e in entries], vectors, embedder.name)
+        index.add_many(entries, vectors)
+        progress.done += len(entries)
+    progress.running = False

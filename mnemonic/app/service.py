@@ -1,0 +1,287 @@
+"""The application layer: the one implementation of remember, recall, feedback, get and
+forget. REST, the CLI (through REST) and later MCP and the proxy all come through here."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from mnemonic.config import Config
+from mnemonic.encoding.heuristic import encode
+from mnemonic.encoding.text import content_hash
+from mnemonic.encoding.worker import EncodeResult, EncodingWorker
+from mnemonic.errors import InvalidInputError, NotFoundError
+from mnemonic.recall.pipeline import Recaller
+from mnemonic.recall.ranking import Scored
+from mnemonic.store.base import (
+    Accepted,
+    AssociationStore,
+    FeedbackStore,
+    Filters,
+    IngestStore,
+    MemoryStore,
+    PendingMemory,
+    QueryRecord,
+    RawMemoryStore,
+)
+from mnemonic.store.models import (
+    Encoded,
+    Memory,
+    MemoryState,
+    MemoryType,
+    NewRaw,
+    Quality,
+    RawMemory,
+    RawStatus,
+    Source,
+)
+from mnemonic.store.vector_index import VectorIndex
+from mnemonic.timeutil import new_id
+
+Redactor = Callable[[str], str]
+
+
+@dataclass(frozen=True, slots=True)
+class RememberInput:
+    content: str
+    source: Source = Source.API
+    type: MemoryType | None = None
+    project: str = ""
+    timestamp: datetime | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Remembered:
+    raw_id: str
+    memory_id: str | None
+    status: RawStatus
+
+
+@dataclass(frozen=True, slots=True)
+class RecallRequest:
+    query: str
+    limit: int = 10
+    filters: Filters = Filters()
+
+
+@dataclass(frozen=True, slots=True)
+class RecallAnswer:
+    query_id: str
+    results: list[Scored]
+    took_ms: float
+
+
+class MemoryService:
+    def __init__(
+        self,
+        cfg: Config,
+        ingest: IngestStore,
+        raws: RawMemoryStore,
+        memories: MemoryStore,
+        associations: AssociationStore,
+        feedback: FeedbackStore,
+        index: VectorIndex,
+        recaller: Recaller,
+        worker: EncodingWorker,
+        redact: Redactor,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._cfg = cfg
+        self._ingest = ingest
+        self._raws = raws
+        self._memories = memories
+        self._associations = associations
+        self._feedback = feedback
+        self._index = index
+        self._recaller = recaller
+        self._worker = worker
+        self._redact = redact
+        self._clock = clock
+        self._waiters: dict[str, asyncio.Future[EncodeResult]] = {}
+
+    # ---- writes -------------------------------------------------------------------------
+    def on_encoded(self, result: EncodeResult) -> None:
+        """Called by the encoding worker; wakes a caller waiting on that raw memory."""
+        future = self._waiters.pop(result.raw_id, None)
+        if future is not None and not future.done():
+            future.set_result(result)
+
+    async def remember(self, item: RememberInput, *, wait: bool = False) -> Remembered:
+        return (await self.remember_batch([item], wait=wait))[0]
+
+    async def remember_batch(
+        self, items: Sequence[RememberInput], *, wait: bool = False
+    ) -> list[Remembered]:
+        """Redact, encode heuristically, store (searchable by full text on return), then
+        hand the new memories to the encoder for vectors and links."""
+        prepared = [self._prepare(item) for item in items]
+        step = self._cfg.encoding.reinforce_step
+        accepted = await self._ingest.accept(prepared, step)
+        pending = [
+            PendingMemory(
+                seq=a.seq,
+                id=a.memory_id,
+                raw_id=a.raw_id,
+                content=raw.content,
+                project=raw.project,
+                type=enc.type,
+                source=raw.source,
+                concepts=enc.concepts,
+                timestamp=raw.timestamp,
+                salience=enc.salience,
+            )
+            for a, (raw, enc, _) in zip(accepted, prepared, strict=True)
+            if a.status is RawStatus.ACCEPTED
+        ]
+        loop = asyncio.get_running_loop()
+        futures = {p.raw_id: loop.create_future() for p in pending} if wait else {}
+        self._waiters.update(futures)
+        self._worker.submit(pending)
+        if wait and futures:
+            await self._wait(futures)
+        return [self._outcome(a, futures) for a in accepted]
+
+    def _prepare(self, item: RememberInput) -> tuple[NewRaw, Encoded, str]:
+        content = self._redact(item.content.strip())
+        if not content:
+            raise InvalidInputError("content", "must contain non-whitespace text")
+        raw = NewRaw(
+            content=content,
+            source=item.source,
+            project=item.project.strip(),
+            timestamp=item.timestamp or self._clock(),
+            metadata=_redact_json(item.metadata, self._redact),
+            type=item.type,
+        )
+        enc = encode(
+            content,
+            explicit_type=item.type,
+            summary_max_chars=self._cfg.encoding.summary_max_chars,
+            max_concepts=self._cfg.encoding.max_concepts,
+            salience_table=_salience_table(self._cfg.encoding.salience),
+        )
+        return raw, enc, content_hash(content)
+
+    async def _wait(self, futures: dict[str, asyncio.Future[EncodeResult]]) -> None:
+        try:
+            await asyncio.wait_for(
+                asyncio.gather(*futures.values()), self._cfg.encoding.wait_timeout_s
+            )
+        except TimeoutError:
+            for raw_id in futures:
+                self._waiters.pop(raw_id, None)
+
+    @staticmethod
+    def _outcome(a: Accepted, futures: dict[str, asyncio.Future[EncodeResult]]) -> Remembered:
+        future = futures.get(a.raw_id)
+        if future is not None and future.done() and not future.cancelled():
+            result = future.result()
+            return Remembered(a.raw_id, result.memory_id, result.status)
+        return Remembered(a.raw_id, a.memory_id, a.status)
+
+    # ---- reads --------------------------------------------------------------------------
+    async def get(self, memory_id: str) -> Memory:
+        memory = await self._memories.get(memory_id)
+        if memory is None:
+            raise NotFoundError("memory", memory_id)
+        return memory
+
+    async def get_raw(self, raw_id: str) -> RawMemory:
+        raw = await self._raws.get_raw(raw_id)
+        if raw is None:
+            raise NotFoundError("raw memory", raw_id)
+        return raw
+
+    async def forget(self, memory_id: str) -> Memory:
+        """Archive: hidden from default recall, never deleted."""
+        memory = await self._memories.set_state(memory_id, MemoryState.ARCHIVED)
+        if memory is None:
+            raise NotFoundError("memory", memory_id)
+        self._index.set_state(memory.seq, MemoryState.ARCHIVED.value)
+        return memory
+
+    async def recall(self, request: RecallRequest) -> RecallAnswer:
+        started = time.perf_counter()
+        filters = request.filters
+        if filters.states is None:
+            default = tuple(MemoryState(s) for s in self._cfg.recall.default_states)
+            filters = replace(filters, states=default)
+        outcome = await self._recaller.recall(request.query, filters, request.limit)
+        took_ms = (time.perf_counter() - started) * 1000
+        record = QueryRecord(
+            id=new_id(),
+            query=request.query,
+            result_ids=tuple(s.memory.id for s in outcome.results),
+            edges=tuple(outcome.edges),
+        )
+        await self._feedback.record_query(
+            record,
+            _filters_json(filters),
+            took_ms,
+            [s.memory.seq for s in outcome.results],
+        )
+        return RecallAnswer(record.id, outcome.results, took_ms)
+
+    async def feedback(
+        self, query_id: str, quality: Quality, memory_ids: Sequence[str] | None = None
+    ) -> int:
+        """Move the rated memories' utility (bounded) and the links that led to them."""
+        record = await self._feedback.get_query(query_id)
+        if record is None:
+            raise NotFoundError("query", query_id)
+        rated = list(record.result_ids) if memory_ids is None else list(memory_ids)
+        unknown = [m for m in rated if m not in record.result_ids]
+        if unknown:
+            raise InvalidInputError("memory_ids", f"not results of this query: {unknown[:5]}")
+        fb = self._cfg.feedback
+        delta = {
+            Quality.HELPFUL: fb.helpful_step,
+            Quality.PARTIAL: fb.partial_step,
+            Quality.IRRELEVANT: -fb.irrelevant_step,
+        }[quality]
+        changed = await self._feedback.record_feedback(
+            query_id, quality, rated, delta, (fb.utility_min, fb.utility_max)
+        )
+        rated_seqs = {m.seq for m in [await self._memories.get(i) for i in rated] if m}
+        edges = [e for e in record.edges if e[1] in rated_seqs]
+        link_delta = fb.link_step if quality is not Quality.IRRELEVANT else -fb.link_step
+        await self._associations.adjust_strength(edges, link_delta)
+        return changed
+
+    async def counts(self) -> dict[str, int]:
+        return await self._memories.counts()
+
+    @property
+    def encoder_backlog(self) -> int:
+        return self._worker.backlog
+
+
+def _salience_table(raw: dict[str, float]) -> dict[MemoryType, float]:
+    return {MemoryType(k): v for k, v in raw.items() if k in MemoryType._value2member_map_}
+
+
+def _redact_json(value: Any, redact: Redactor) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redact_json(v, redact) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_json(v, redact) for v in value]
+    return value
+
+
+def _filters_json(filters: Filters) -> dict[str, object]:
+    return {
+        "project": filters.project,
+        "sources": [str(s) for s in filters.sources] if filters.sources else None,
+        "types": [str(t) for t in filters.types] if filters.types else None,
+        "states": [str(s) for s in filters.states] if filters.states else None,
+        "since": filters.since.isoformat() if filters.since else None,
+        "until": filters.until.isoformat() if filters.until else None,
+        "min_salience": filters.min_salience,
+    }

@@ -1,0 +1,83 @@
+"""Pure rules that type the links a new memory gets to its neighbours."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from mnemonic.encoding.contradiction import contradicts
+from mnemonic.store.base import NewLink
+from mnemonic.store.models import Relation
+from mnemonic.timeutil import ensure_utc
+
+
+_NUMBERISH = re.compile(r"\w*\d[\w.:/-]{0,60}")
+
+
+def may_merge(a: str, b: str) -> bool:
+    """Whether two texts the embedder finds nearly identical may merge as duplicates.
+
+    Sentence embeddings barely see numbers and negations: "port 6379" and "port 6380", or
+    "enabled" and "disabled", score above 0.95. Those are different facts, so they link
+    instead of merging.
+    """
+    if set(_NUMBERISH.findall(a.casefold())) != set(_NUMBERISH.findall(b.casefold())):
+        return False
+    return not contradicts(a, b)
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    seq: int
+    similarity: float
+    content: str
+    concepts: tuple[str, ...]
+    timestamp: datetime
+
+
+def relation_for(
+    content: str,
+    concepts: tuple[str, ...],
+    timestamp: datetime,
+    other: Neighbour,
+    temporal_window_s: float,
+) -> Relation:
+    """contradicts > reinforces (>= 2 shared concepts) > temporal (close in time) > similar."""
+    if contradicts(content, other.content):
+        return Relation.CONTRADICTS
+    if len(set(concepts) & set(other.concepts)) >= 2:
+        return Relation.REINFORCES
+    gap = abs((ensure_utc(timestamp) - ensure_utc(other.timestamp)).total_seconds())
+    if gap <= temporal_window_s:
+        return Relation.TEMPORAL
+    return Relation.SIMILAR
+
+
+def choose_links(
+    content: str,
+    concepts: tuple[str, ...],
+    timestamp: datetime,
+    neighbours: Sequence[Neighbour],
+    *,
+    min_similarity: float,
+    max_links: int,
+    temporal_window_s: float,
+) -> list[NewLink]:
+    """Links to the most similar neighbours above ``min_similarity``, at most ``max_links``.
+
+    Strength is the cosine similarity clipped to [0, 1]: a link is as strong as the
+    evidence that the two memories are about the same thing.
+    """
+    ranked = sorted(
+        (n for n in neighbours if n.similarity > min_similarity), key=lambda n: -n.similarity
+    )
+    return [
+        NewLink(
+            target_seq=n.seq,
+            relation=relation_for(content, concepts, timestamp, n, temporal_window_s),
+            strength=min(1.0, max(0.0, n.similarity)),
+        )
+        for n in ranked[:max_links]
+    ]

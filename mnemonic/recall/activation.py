@@ -1,0 +1,74 @@
+"""Spreading activation over the association graph.
+
+Seeds are the strongest direct hits. Each hop passes ``activation x decay x relation weight
+x edge strength`` along every edge; a node keeps the sum of what reaches it (several paths
+are more evidence than one), capped at 1. Work is bounded by hops, a relative threshold and
+a node budget, so a dense graph cannot make a query slow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from mnemonic.store.models import Association
+
+Fetch = Callable[[Sequence[int]], Awaitable[list[Association]]]
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadSettings:
+    hops: int
+    decay: float
+    threshold: float
+    max_nodes: int
+    relation_weights: Mapping[str, float]
+
+
+@dataclass(slots=True)
+class Spread:
+    activation: dict[int, float] = field(default_factory=dict)
+    via: dict[int, tuple[int, int]] = field(default_factory=dict)
+    hops_run: int = 0
+    edges_seen: int = 0
+
+
+async def spread(seeds: Mapping[int, float], fetch: Fetch, settings: SpreadSettings) -> Spread:
+    """Activation that flows from ``seeds`` (seq -> strength in [0, 1]) to other nodes.
+
+    The seeds' own strengths are not included in the result; ``via`` names, for each node,
+    the edge that brought it the most activation (feedback strengthens those edges).
+    """
+    result = Spread()
+    if not seeds or settings.hops <= 0:
+        return result
+    floor = settings.threshold * max(seeds.values())
+    frontier = dict(seeds)
+    best_in: dict[int, float] = {}
+    for _ in range(settings.hops):
+        edges = await fetch(list(frontier))
+        result.hops_run += 1
+        result.edges_seen += len(edges)
+        arriving: dict[int, float] = {}
+        for edge in edges:
+            source_level = frontier.get(edge.source_seq)
+            if source_level is None:
+                continue
+            weight = settings.relation_weights.get(edge.relation.value, 0.0)
+            amount = source_level * settings.decay * weight * edge.strength
+            if amount < floor or amount <= 0:
+                continue
+            target = edge.target_seq
+            arriving[target] = arriving.get(target, 0.0) + amount
+            if amount > best_in.get(target, 0.0):
+                best_in[target] = amount
+                result.via[target] = (edge.source_seq, target)
+        frontier = {}
+        for target, amount in sorted(arriving.items(), key=lambda kv: -kv[1]):
+            if target not in result.activation and len(result.activation) >= settings.max_nodes:
+                break
+            result.activation[target] = min(1.0, result.activation.get(target, 0.0) + amount)
+            frontier[target] = amount
+        if not frontier:
+            break
+    return result

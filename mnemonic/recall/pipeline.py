@@ -1,0 +1,121 @@
+"""The recall pipeline: entry points, fusion, spreading activation, ranking, diversity."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mnemonic.config import RecallConfig
+from mnemonic.llm.embedding import EmbeddingProvider
+from mnemonic.recall.activation import SpreadSettings, spread
+from mnemonic.recall.fts_query import to_match
+from mnemonic.recall.fusion import rrf
+from mnemonic.recall.mmr import mmr_order
+from mnemonic.recall.ranking import Scored, Signals, score
+from mnemonic.store.base import AssociationStore, Filters, MemoryStore, SearchStore
+from mnemonic.store.models import Association
+from mnemonic.store.vector_index import VectorIndex
+from mnemonic.timeutil import utcnow
+
+
+@dataclass(frozen=True, slots=True)
+class RecallOutcome:
+    results: list[Scored]
+    edges: list[tuple[int, int]]
+    candidates: int
+
+
+class Recaller:
+    """Runs one query end to end; holds no per-query state."""
+
+    def __init__(
+        self,
+        search: SearchStore,
+        associations: AssociationStore,
+        memories: MemoryStore,
+        index: VectorIndex,
+        embedder: EmbeddingProvider,
+        cfg: RecallConfig,
+    ) -> None:
+        self._search = search
+        self._associations = associations
+        self._memories = memories
+        self._index = index
+        self._embedder = embedder
+        self._cfg = cfg
+        self._spread = SpreadSettings(
+            hops=cfg.spread_hops,
+            decay=cfg.spread_decay,
+            threshold=cfg.spread_threshold,
+            max_nodes=cfg.spread_max_nodes,
+            relation_weights=dict(cfg.relation_weights),
+        )
+
+    async def recall(self, query: str, filters: Filters, limit: int) -> RecallOutcome:
+        cfg = self._cfg
+        fts_hits, vector_hits = await asyncio.gather(
+            self._full_text(query, filters, max(cfg.fts_candidates, limit)),
+            self._nearest(query, filters, max(cfg.vector_candidates, limit)),
+        )
+        fts_ranked = [seq for seq, _ in fts_hits]
+        vec_ranked = [seq for seq, _ in vector_hits]
+        direct = rrf([(fts_ranked, cfg.fts_weight), (vec_ranked, cfg.vector_weight)], cfg.rrf_k)
+        seeds = dict(sorted(direct.items(), key=lambda kv: -kv[1])[: cfg.spread_seeds])
+
+        async def fetch(seqs: Sequence[int]) -> list[Association]:
+            return await self._associations.neighbours(seqs, filters)
+
+        flow = await spread(seeds, fetch, self._spread)
+        relevance = dict(direct)
+        for seq, level in flow.activation.items():
+            relevance[seq] = relevance.get(seq, 0.0) + cfg.spread_weight * level
+        keep = max(cfg.mmr_pool, limit) * 2
+        shortlist = sorted(relevance, key=lambda s: -relevance[s])[:keep]
+        memories = await self._memories.get_many(shortlist)
+        fts_rank = {seq: i for i, seq in enumerate(fts_ranked, start=1)}
+        vec_rank = {seq: i for i, seq in enumerate(vec_ranked, start=1)}
+        cosine = dict(vector_hits)
+        now = utcnow()
+        scored = [
+            score(
+                memories[seq],
+                Signals(
+                    direct=direct.get(seq, 0.0),
+                    spread=flow.activation.get(seq, 0.0),
+                    fts_rank=fts_rank.get(seq),
+                    vector_rank=vec_rank.get(seq),
+                    cosine=cosine.get(seq),
+                ),
+                cfg,
+                now,
+            )
+            for seq in shortlist
+            if seq in memories and _passes(memories[seq].state.value, filters)
+        ]
+        scored.sort(key=lambda s: -s.score)
+        pool = scored[: max(cfg.mmr_pool, limit)]
+        order = mmr_order(
+            [(s.memory.seq, s.score) for s in pool],
+            self._index.vectors_for([s.memory.seq for s in pool]),
+            limit,
+            cfg.mmr_lambda,
+        )
+        by_seq = {s.memory.seq: s for s in pool}
+        results = [by_seq[seq] for seq in order]
+        edges = [flow.via[s.memory.seq] for s in results if s.memory.seq in flow.via]
+        return RecallOutcome(results=results, edges=edges, candidates=len(relevance))
+
+    async def _full_text(self, query: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
+        match = to_match(query)
+        if match is None:
+            return []
+        return await self._search.full_text(match, filters, limit)
+
+    async def _nearest(self, query: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
+        vectors = await asyncio.to_thread(self._embedder.embed, [query])
+        return self._index.search(vectors[0], limit, filters)
+
+
+def _passes(state: str, filters: Filters) -> bool:
+    return filters.states is None or state in {s.value for s in filters.states}

@@ -1,0 +1,154 @@
+"""Narrow store protocols: each service asks only for the ones it uses."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from mnemonic.llm.embedding import Vectors
+from mnemonic.store.models import (
+    Association,
+    Encoded,
+    Memory,
+    MemoryState,
+    MemoryType,
+    NewRaw,
+    Quality,
+    RawMemory,
+    RawStatus,
+    Relation,
+    Source,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """The outcome of storing one raw observation on the acknowledgement path."""
+
+    raw_id: str
+    memory_id: str
+    seq: int
+    status: RawStatus  # accepted (awaiting its vector) or reinforced (exact duplicate)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingMemory:
+    """A memory stored without its vector yet: the encoder's unit of work."""
+
+    seq: int
+    id: str
+    raw_id: str
+    content: str
+    project: str
+    type: MemoryType
+    source: Source
+    concepts: tuple[str, ...]
+    timestamp: datetime
+    salience: float
+
+
+@dataclass(frozen=True, slots=True)
+class NewLink:
+    target_seq: int
+    relation: Relation
+    strength: float
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddedOutcome:
+    """What the encoder decided for one pending memory."""
+
+    memory: PendingMemory
+    vector: Vectors
+    merged_into_seq: int | None = None
+    links: tuple[NewLink, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Recall filters; ``None`` means no restriction (the service fills in default states)."""
+
+    project: str | None = None
+    sources: tuple[Source, ...] | None = None
+    types: tuple[MemoryType, ...] | None = None
+    states: tuple[MemoryState, ...] = (MemoryState.ACTIVE, MemoryState.FADING)
+    since: datetime | None = None
+    until: datetime | None = None
+    min_salience: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueryRecord:
+    id: str
+    query: str
+    result_ids: tuple[str, ...]
+    edges: tuple[tuple[int, int], ...]
+
+
+class IngestStore(Protocol):
+    async def accept(
+        self, items: Sequence[tuple[NewRaw, Encoded, str]], reinforce_step: float
+    ) -> list[Accepted]: ...
+
+    async def complete(
+        self, outcomes: Sequence[EmbeddedOutcome], model: str, step: float
+    ) -> None: ...
+
+    async def mark_failed(self, raw_ids: Sequence[str], error: str) -> None: ...
+
+    async def pending(self, limit: int) -> list[PendingMemory]: ...
+
+
+class RawMemoryStore(Protocol):
+    async def get_raw(self, raw_id: str) -> RawMemory | None: ...
+
+
+class MemoryStore(Protocol):
+    async def get(self, memory_id: str) -> Memory | None: ...
+
+    async def get_many(self, seqs: Sequence[int]) -> dict[int, Memory]: ...
+
+    async def set_state(self, memory_id: str, state: MemoryState) -> Memory | None: ...
+
+    async def counts(self) -> dict[str, int]: ...
+
+    async def context_of(self, seqs: Sequence[int]) -> dict[int, tuple[str, tuple[str, ...]]]: ...
+
+    async def previous_in_project(self, project: str, before_seq: int) -> int | None: ...
+
+
+class SearchStore(Protocol):
+    async def full_text(
+        self, match: str, filters: Filters, limit: int
+    ) -> list[tuple[int, float]]: ...
+
+
+class AssociationStore(Protocol):
+    async def neighbours(self, seqs: Sequence[int], filters: Filters) -> list[Association]: ...
+
+    async def adjust_strength(self, edges: Sequence[tuple[int, int]], delta: float) -> int: ...
+
+
+class FeedbackStore(Protocol):
+    async def record_query(
+        self, record: QueryRecord, filters: dict[str, object], took_ms: float, seqs: Sequence[int]
+    ) -> None: ...
+
+    async def get_query(self, query_id: str) -> QueryRecord | None: ...
+
+    async def record_feedback(
+        self,
+        query_id: str,
+        quality: Quality,
+        memory_ids: Sequence[str],
+        utility_delta: float,
+        bounds: tuple[float, float],
+    ) -> int: ...
+
+
+class MetaStore(Protocol):
+    async def get_meta(self, key: str) -> str | None: ...
+
+    async def set_meta(self, key: str, value: str) -> None: ...

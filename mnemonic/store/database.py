@@ -1,0 +1,197 @@
+"""The one place that opens and configures SQLite connections.
+
+All writes go through a single writer connection inside ``BEGIN IMMEDIATE`` transactions
+(serialised by a lock, so a writer never meets SQLITE_BUSY from itself); reads use a small
+pool of read-only connections, which WAL lets run beside the writer. With WAL and
+``synchronous=NORMAL`` a committed transaction survives the process being killed; only a
+power loss can take the last few commits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import shutil
+import sqlite3
+from collections.abc import Awaitable, Callable
+from functools import partial
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar, cast
+
+import aiosqlite
+
+from mnemonic.config import StorageConfig
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+def migrations_dir() -> Path:
+    """Migrations ship inside the wheel as ``mnemonic/_migrations``; a checkout has them at
+    the repository's top level."""
+    packaged = Path(__file__).resolve().parents[1] / "_migrations"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "migrations"
+
+
+def list_migrations(folder: Path | None = None) -> list[tuple[int, Path]]:
+    found: list[tuple[int, Path]] = []
+    for path in sorted((folder or migrations_dir()).glob("*.sql")):
+        match = _MIGRATION_NAME.match(path.name)
+        if match is None:
+            raise RuntimeError(f"migration file name not understood: {path.name}")
+        found.append((int(match.group(1)), path))
+    numbers = [n for n, _ in found]
+    if numbers != list(range(1, len(numbers) + 1)):
+        raise RuntimeError(f"migrations must be numbered 1..n without gaps, found {numbers}")
+    return found
+
+
+def configure(conn: sqlite3.Connection, cfg: StorageConfig, *, read_only: bool) -> None:
+    """Apply the pragmas every connection needs."""
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA busy_timeout={int(cfg.busy_timeout_ms)}")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute(f"PRAGMA journal_size_limit={int(cfg.journal_size_limit_bytes)}")
+    conn.execute(f"PRAGMA cache_size=-{int(cfg.cache_size_kib)}")
+    conn.execute("PRAGMA temp_store=MEMORY")
+    if read_only:
+        conn.execute("PRAGMA query_only=ON")
+
+
+def migrate(path: Path, cfg: StorageConfig, folder: Path | None = None) -> int:
+    """Bring the database at ``path`` to the newest schema; returns the version.
+
+    Each migration runs in one transaction with ``user_version`` set inside it, so a crash
+    leaves either the old or the new schema. Existing data is copied aside first.
+    """
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        configure(conn, cfg, read_only=False)
+        current = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        pending = [(n, p) for n, p in list_migrations(folder) if n > current]
+        if not pending:
+            return current
+        if current > 0:
+            _backup(conn, path, current)
+        for number, file in pending:
+            script = file.read_text(encoding="utf-8")
+            try:
+                conn.executescript(
+                    f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {number};\nCOMMIT;"
+                )
+            except sqlite3.Error:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            log.info("applied migration %s", file.name)
+            current = number
+        return current
+    finally:
+        conn.close()
+
+
+def _backup(conn: sqlite3.Connection, path: Path, version: int) -> None:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = path.with_name(f"{path.name}.v{version}.{stamp}.bak")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with sqlite3.connect(target) as dest:
+        conn.backup(dest)
+    dest.close()
+    log.info("backed up the database before migrating (%s)", target.name)
+
+
+class Database:
+    """Owns the writer connection and the reader pool of one database file."""
+
+    def __init__(self, path: Path, cfg: StorageConfig) -> None:
+        self.path = path
+        self._cfg = cfg
+        self._writer: aiosqlite.Connection | None = None
+        self._write_lock = asyncio.Lock()
+        self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
+        self._all_readers: list[aiosqlite.Connection] = []
+        self.schema_version = 0
+
+    async def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.schema_version = await asyncio.to_thread(migrate, self.path, self._cfg)
+        self._writer = await self._connect(read_only=False)
+        for _ in range(self._cfg.read_connections):
+            reader = await self._connect(read_only=True)
+            self._all_readers.append(reader)
+            self._readers.put_nowait(reader)
+
+    async def _connect(self, *, read_only: bool) -> aiosqlite.Connection:
+        conn = await aiosqlite.connect(self.path, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        await _on_thread(conn, partial(configure, cfg=self._cfg, read_only=read_only))
+        return conn
+
+    async def close(self) -> None:
+        """Checkpoint the WAL into the main file, then close every connection."""
+        if self._writer is not None:
+            async with self._write_lock:
+                await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                await self._writer.close()
+            self._writer = None
+        for reader in self._all_readers:
+            await reader.close()
+        self._all_readers.clear()
+
+    async def run_write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction on the writer's thread.
+
+        One thread hop per unit of work instead of one per statement; the lock keeps the
+        writer's transactions strictly one after another.
+        """
+        if self._writer is None:
+            raise RuntimeError("database is not open")
+        async with self._write_lock:
+            writer = self._writer
+            return await _on_thread(writer, partial(_in_transaction, fn=fn))
+
+    async def run_read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` on a pooled read-only connection's thread."""
+        if not self._all_readers:
+            raise RuntimeError("database is not open")
+        conn = await self._readers.get()
+        try:
+            return await _on_thread(conn, fn)
+        finally:
+            self._readers.put_nowait(conn)
+
+
+async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+    """Run ``fn(sqlite3_connection)`` on the aiosqlite connection's own thread.
+
+    aiosqlite exposes this only as ``_execute``; it is the same mechanism its public
+    methods use, and it lets a whole unit of work run without a hop per statement.
+    """
+    run = cast(Callable[..., Awaitable[T]], conn._execute)  # noqa: SLF001
+    return await run(fn, conn._conn)  # noqa: SLF001
+
+
+def _in_transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = fn(conn)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return result
+
+
+def copy_database(source: Path, target: Path) -> None:
+    """Copy a closed database file with its WAL (used by tests and benchmarks)."""
+    for suffix in ("", "-wal", "-shm"):
+        src = source.with_name(source.name + suffix)
+        if src.exists():
+            shutil.copy2(src, target.with_name(target.name + suffix))

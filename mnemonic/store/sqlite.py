@@ -1,0 +1,598 @@
+"""SQLite implementation of the store protocols.
+
+Each public coroutine is one unit of work: a sync function that runs on a connection's own
+thread (see ``Database``), so a multi-statement write is one transaction and one hop.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from mnemonic.llm.embedding import Vectors
+from mnemonic.store.base import (
+    Accepted,
+    EmbeddedOutcome,
+    Filters,
+    PendingMemory,
+    QueryRecord,
+)
+from mnemonic.store.database import Database
+from mnemonic.store.models import (
+    Association,
+    Encoded,
+    Memory,
+    MemoryState,
+    MemoryType,
+    NewRaw,
+    Quality,
+    RawMemory,
+    RawStatus,
+    Relation,
+    Source,
+)
+from mnemonic.store.vector_index import IndexEntry
+from mnemonic.timeutil import from_db, new_id, to_db, utcnow, when_text
+
+_LIVE = ("active", "fading")
+
+
+def _memory(row: sqlite3.Row) -> Memory:
+    return Memory(
+        seq=row["seq"],
+        id=row["id"],
+        raw_id=row["raw_id"],
+        content=row["content"],
+        summary=row["summary"],
+        concepts=tuple(json.loads(row["concepts"])),
+        type=MemoryType(row["type"]),
+        source=Source(row["source"]),
+        project=row["project"],
+        significance=row["significance"],
+        salience=row["salience"],
+        utility=row["utility"],
+        state=MemoryState(row["state"]),
+        access_count=row["access_count"],
+        timestamp=from_db(row["timestamp"]),
+        created_at=from_db(row["created_at"]),
+        updated_at=from_db(row["updated_at"]),
+        last_accessed_at=from_db(row["last_accessed_at"]) if row["last_accessed_at"] else None,
+        metadata=json.loads(row["metadata"]),
+        merged_into=row["merged_into"],
+    )
+
+
+def _raw(row: sqlite3.Row) -> RawMemory:
+    return RawMemory(
+        id=row["id"],
+        content=row["content"],
+        source=Source(row["source"]),
+        project=row["project"],
+        type=MemoryType(row["type"]) if row["type"] else None,
+        timestamp=from_db(row["timestamp"]),
+        created_at=from_db(row["created_at"]),
+        metadata=json.loads(row["metadata"]),
+        status=RawStatus(row["status"]),
+        memory_id=row["memory_id"],
+        attempts=row["attempts"],
+        error=row["error"],
+    )
+
+
+def filter_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
+    """SQL conditions (joined with AND) and parameters for recall filters."""
+    where: list[str] = []
+    params: list[Any] = []
+    if filters.project is not None:
+        where.append(f"{alias}.project = ?")
+        params.append(filters.project)
+    for column, values in (
+        ("state", filters.states),
+        ("source", filters.sources),
+        ("type", filters.types),
+    ):
+        if values is not None:
+            where.append(f"{alias}.{column} IN ({','.join('?' * len(values))})")
+            params.extend(str(v) for v in values)
+    if filters.since is not None:
+        where.append(f"{alias}.timestamp >= ?")
+        params.append(to_db(filters.since))
+    if filters.until is not None:
+        where.append(f"{alias}.timestamp <= ?")
+        params.append(to_db(filters.until))
+    if filters.min_salience is not None:
+        where.append(f"{alias}.salience >= ?")
+        params.append(filters.min_salience)
+    return (" AND ".join(where) or "1"), params
+
+
+def _placeholders(items: Sequence[object]) -> str:
+    return ",".join("?" * len(items))
+
+
+class _VectorMaintenance:
+    """Queries for re-embedding; mixed into SQLiteStore below."""
+
+    db: Database
+
+    async def count_stale_vectors(self, model: str) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            return int(
+                conn.execute(
+                    "SELECT count(*) FROM memories m LEFT JOIN memory_vectors v ON v.seq = m.seq"
+                    " WHERE m.embedded = 1 AND (v.model IS NULL OR v.model <> ?)",
+                    (model,),
+                ).fetchone()[0]
+            )
+
+        return await self.db.run_read(work)
+
+    async def stale_vectors(self, model: str, limit: int) -> tuple[list[IndexEntry], list[str]]:
+        def work(conn: sqlite3.Connection) -> tuple[list[IndexEntry], list[str]]:
+            rows = conn.execute(
+                "SELECT m.seq, m.project, m.type, m.source, m.state, m.timestamp, m.salience,"
+                " m.content FROM memories m LEFT JOIN memory_vectors v ON v.seq = m.seq"
+                " WHERE m.embedded = 1 AND (v.model IS NULL OR v.model <> ?)"
+                " ORDER BY m.seq LIMIT ?",
+                (model, limit),
+            ).fetchall()
+            entries = [IndexEntry(r[0], r[1], r[2], r[3], r[4], from_db(r[5]), r[6]) for r in rows]
+            return entries, [r[7] for r in rows]
+
+        return await self.db.run_read(work)
+
+    async def store_vectors(self, seqs: Sequence[int], vectors: Vectors, model: str) -> None:
+        def work(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "INSERT OR REPLACE INTO memory_vectors (seq, model, dim, vector) VALUES (?,?,?,?)",
+                [
+                    (seq, model, int(vec.shape[0]), np.ascontiguousarray(vec, np.float32).tobytes())
+                    for seq, vec in zip(seqs, vectors, strict=True)
+                ],
+            )
+
+        await self.db.run_write(work)
+
+    async def index_entries(self, model: str) -> tuple[list[IndexEntry], Vectors]:
+        """Every embedded memory with a vector of ``model``: what the index loads at start."""
+
+        def work(conn: sqlite3.Connection) -> tuple[list[IndexEntry], Vectors]:
+            rows = conn.execute(
+                "SELECT m.seq, m.project, m.type, m.source, m.state, m.timestamp, m.salience,"
+                " v.dim, v.vector FROM memories m JOIN memory_vectors v ON v.seq = m.seq"
+                " WHERE v.model = ? ORDER BY m.seq",
+                (model,),
+            ).fetchall()
+            if not rows:
+                return [], np.zeros((0, 0), dtype=np.float32)
+            entries = [IndexEntry(r[0], r[1], r[2], r[3], r[4], from_db(r[5]), r[6]) for r in rows]
+            dim = rows[0][7]
+            matrix = np.frombuffer(b"".join(r[8] for r in rows), dtype=np.float32)
+            return entries, matrix.reshape(len(rows), dim).copy()
+
+        return await self.db.run_read(work)
+
+
+class SQLiteStore(_VectorMaintenance):
+    """Implements every store protocol over one ``Database``."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # ---- ingest -------------------------------------------------------------------------
+    async def accept(
+        self, items: Sequence[tuple[NewRaw, Encoded, str]], reinforce_step: float
+    ) -> list[Accepted]:
+        """Store raw observations and their heuristic encoding in one transaction.
+
+        An exact duplicate (same normalised content, same project, live) reinforces the
+        existing memory instead; the raw row is kept either way with a pointer.
+        """
+
+        def work(conn: sqlite3.Connection) -> list[Accepted]:
+            return [
+                _accept_one(conn, raw, enc, digest, reinforce_step) for raw, enc, digest in items
+            ]
+
+        return await self.db.run_write(work)
+
+    async def complete(self, outcomes: Sequence[EmbeddedOutcome], model: str, step: float) -> None:
+        """Persist vectors, near-duplicate merges and links decided by the encoder."""
+
+        def work(conn: sqlite3.Connection) -> None:
+            now = to_db(utcnow())
+            for outcome in outcomes:
+                _complete_one(conn, outcome, model, step, now)
+
+        await self.db.run_write(work)
+
+    async def mark_failed(self, raw_ids: Sequence[str], error: str) -> None:
+        def work(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "UPDATE raw_memories SET attempts = attempts + 1, error = ?,"
+                " status = CASE WHEN attempts + 1 >= 5 THEN 'failed' ELSE status END"
+                " WHERE id = ?",
+                [(error[:500], rid) for rid in raw_ids],
+            )
+
+        await self.db.run_write(work)
+
+    async def pending(self, limit: int) -> list[PendingMemory]:
+        def work(conn: sqlite3.Connection) -> list[PendingMemory]:
+            rows = conn.execute(
+                "SELECT m.seq, m.id, m.raw_id, m.content, m.project, m.type, m.source,"
+                " m.concepts, m.timestamp, m.salience FROM memories m"
+                " JOIN raw_memories r ON r.id = m.raw_id"
+                " WHERE m.embedded = 0 AND r.status <> 'failed' ORDER BY m.seq LIMIT ?",
+                (limit,),
+            ).fetchall()
+            return [
+                PendingMemory(
+                    seq=r["seq"],
+                    id=r["id"],
+                    raw_id=r["raw_id"],
+                    content=r["content"],
+                    project=r["project"],
+                    type=MemoryType(r["type"]),
+                    source=Source(r["source"]),
+                    concepts=tuple(json.loads(r["concepts"])),
+                    timestamp=from_db(r["timestamp"]),
+                    salience=r["salience"],
+                )
+                for r in rows
+            ]
+
+        return await self.db.run_read(work)
+
+    # ---- raw and memories ----------------------------------------------------------------
+    async def get_raw(self, raw_id: str) -> RawMemory | None:
+        def work(conn: sqlite3.Connection) -> RawMemory | None:
+            row = conn.execute("SELECT * FROM raw_memories WHERE id = ?", (raw_id,)).fetchone()
+            return _raw(row) if row else None
+
+        return await self.db.run_read(work)
+
+    async def get(self, memory_id: str) -> Memory | None:
+        def work(conn: sqlite3.Connection) -> Memory | None:
+            row = conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone()
+            return _memory(row) if row else None
+
+        return await self.db.run_read(work)
+
+    async def get_many(self, seqs: Sequence[int]) -> dict[int, Memory]:
+        if not seqs:
+            return {}
+
+        def work(conn: sqlite3.Connection) -> dict[int, Memory]:
+            rows = conn.execute(
+                f"SELECT * FROM memories WHERE seq IN ({_placeholders(seqs)})", list(seqs)
+            ).fetchall()
+            return {row["seq"]: _memory(row) for row in rows}
+
+        return await self.db.run_read(work)
+
+    async def context_of(self, seqs: Sequence[int]) -> dict[int, tuple[str, tuple[str, ...]]]:
+        """Content and concepts of memories, for the encoder's link typing."""
+        if not seqs:
+            return {}
+
+        def work(conn: sqlite3.Connection) -> dict[int, tuple[str, tuple[str, ...]]]:
+            rows = conn.execute(
+                f"SELECT seq, content, concepts FROM memories WHERE seq IN ({_placeholders(seqs)})",
+                list(seqs),
+            ).fetchall()
+            return {r["seq"]: (r["content"], tuple(json.loads(r["concepts"]))) for r in rows}
+
+        return await self.db.run_read(work)
+
+    async def previous_in_project(self, project: str, before_seq: int) -> int | None:
+        def work(conn: sqlite3.Connection) -> int | None:
+            row = conn.execute(
+                "SELECT seq FROM memories WHERE project = ? AND seq < ?"
+                " AND state IN ('active', 'fading') ORDER BY seq DESC LIMIT 1",
+                (project, before_seq),
+            ).fetchone()
+            return int(row[0]) if row else None
+
+        return await self.db.run_read(work)
+
+    async def set_state(self, memory_id: str, state: MemoryState) -> Memory | None:
+        def work(conn: sqlite3.Connection) -> Memory | None:
+            conn.execute(
+                "UPDATE memories SET state = ?, updated_at = ? WHERE id = ?",
+                (state.value, to_db(utcnow()), memory_id),
+            )
+            row = conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone()
+            return _memory(row) if row else None
+
+        return await self.db.run_write(work)
+
+    async def counts(self) -> dict[str, int]:
+        def work(conn: sqlite3.Connection) -> dict[str, int]:
+            out = {f"memories_{state}": 0 for state in MemoryState}
+            for state, n in conn.execute("SELECT state, count(*) FROM memories GROUP BY state"):
+                out[f"memories_{state}"] = n
+            out["raw_memories"] = conn.execute("SELECT count(*) FROM raw_memories").fetchone()[0]
+            out["raw_pending"] = conn.execute(
+                "SELECT count(*) FROM raw_memories WHERE status = 'accepted'"
+            ).fetchone()[0]
+            out["raw_failed"] = conn.execute(
+                "SELECT count(*) FROM raw_memories WHERE status = 'failed'"
+            ).fetchone()[0]
+            out["associations"] = conn.execute("SELECT count(*) FROM associations").fetchone()[0]
+            return out
+
+        return await self.db.run_read(work)
+
+    # ---- search -----------------------------------------------------------------------------
+    async def full_text(self, match: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
+        """BM25 hits as (seq, score) with higher = better. ``match`` must be sanitised."""
+        where, params = filter_sql(filters)
+
+        def work(conn: sqlite3.Connection) -> list[tuple[int, float]]:
+            rows = conn.execute(
+                "SELECT f.rowid AS seq, bm25(memories_fts, 1.0, 0.5, 0.5, 0.5) AS rank"
+                " FROM memories_fts f JOIN memories m ON m.seq = f.rowid"
+                f" WHERE memories_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
+                [match, *params, limit],
+            ).fetchall()
+            return [(int(r["seq"]), -float(r["rank"])) for r in rows]
+
+        return await self.db.run_read(work)
+
+    # ---- associations --------------------------------------------------------------------
+    async def neighbours(self, seqs: Sequence[int], filters: Filters) -> list[Association]:
+        """Edges touching ``seqs`` whose other end passes the filters."""
+        if not seqs:
+            return []
+        where, params = filter_sql(filters)
+        marks = _placeholders(seqs)
+
+        def work(conn: sqlite3.Connection) -> list[Association]:
+            rows = conn.execute(
+                "SELECT a.source_seq, a.target_seq, a.relation, a.strength FROM associations a"
+                f" JOIN memories m ON m.seq = a.target_seq WHERE a.source_seq IN ({marks})"
+                f" AND {where} UNION ALL "
+                "SELECT a.target_seq, a.source_seq, a.relation, a.strength FROM associations a"
+                f" JOIN memories m ON m.seq = a.source_seq WHERE a.target_seq IN ({marks})"
+                f" AND {where}",
+                [*seqs, *params, *seqs, *params],
+            ).fetchall()
+            return [Association(r[0], r[1], Relation(r[2]), float(r[3])) for r in rows]
+
+        return await self.db.run_read(work)
+
+    async def adjust_strength(self, edges: Sequence[tuple[int, int]], delta: float) -> int:
+        """Move traversed links' strength by ``delta`` within [0.05, 1]."""
+        if not edges:
+            return 0
+
+        def work(conn: sqlite3.Connection) -> int:
+            now = to_db(utcnow())
+            changed = 0
+            for a, b in edges:
+                cur = conn.execute(
+                    "UPDATE associations SET strength = max(0.05, min(1.0, strength + ?)),"
+                    " activation_count = activation_count + 1, updated_at = ?"
+                    " WHERE (source_seq = ? AND target_seq = ?) OR (source_seq = ? AND target_seq = ?)",
+                    (delta, now, a, b, b, a),
+                )
+                changed += cur.rowcount
+            return changed
+
+        return await self.db.run_write(work)
+
+    # ---- queries and feedback ------------------------------------------------------------
+    async def record_query(
+        self, record: QueryRecord, filters: dict[str, object], took_ms: float, seqs: Sequence[int]
+    ) -> None:
+        def work(conn: sqlite3.Connection) -> None:
+            now = to_db(utcnow())
+            conn.execute(
+                "INSERT INTO retrieval_queries (id, query, filters, result_ids, edges, took_ms,"
+                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record.id,
+                    record.query,
+                    json.dumps(filters, default=str),
+                    json.dumps(list(record.result_ids)),
+                    json.dumps([list(e) for e in record.edges]),
+                    took_ms,
+                    now,
+                ),
+            )
+            if seqs:
+                conn.execute(
+                    "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?"
+                    f" WHERE seq IN ({_placeholders(seqs)})",
+                    [now, *seqs],
+                )
+
+        await self.db.run_write(work)
+
+    async def get_query(self, query_id: str) -> QueryRecord | None:
+        def work(conn: sqlite3.Connection) -> QueryRecord | None:
+            row = conn.execute(
+                "SELECT id, query, result_ids, edges FROM retrieval_queries WHERE id = ?",
+                (query_id,),
+            ).fetchone()
+            if row is None:
+                return None
+            return QueryRecord(
+                id=row["id"],
+                query=row["query"],
+                result_ids=tuple(json.loads(row["result_ids"])),
+                edges=tuple((int(a), int(b)) for a, b in json.loads(row["edges"])),
+            )
+
+        return await self.db.run_read(work)
+
+    async def record_feedback(
+        self,
+        query_id: str,
+        quality: Quality,
+        memory_ids: Sequence[str],
+        utility_delta: float,
+        bounds: tuple[float, float],
+    ) -> int:
+        """Store the rating and move the rated memories' utility, clamped to ``bounds``."""
+
+        def work(conn: sqlite3.Connection) -> int:
+            now = to_db(utcnow())
+            conn.execute(
+                "INSERT INTO retrieval_feedback (query_id, quality, memory_ids, created_at)"
+                " VALUES (?, ?, ?, ?)",
+                (query_id, quality.value, json.dumps(list(memory_ids)), now),
+            )
+            if not memory_ids:
+                return 0
+            cur = conn.execute(
+                "UPDATE memories SET utility = max(?, min(?, utility + ?)), updated_at = ?"
+                f" WHERE id IN ({_placeholders(memory_ids)})",
+                [bounds[0], bounds[1], utility_delta, now, *memory_ids],
+            )
+            return cur.rowcount
+
+        return await self.db.run_write(work)
+
+    # ---- meta ---------------------------------------------------------------------------
+    async def get_meta(self, key: str) -> str | None:
+        def work(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute("SELECT value FROM system_meta WHERE key = ?", (key,)).fetchone()
+            return str(row[0]) if row else None
+
+        return await self.db.run_read(work)
+
+    async def set_meta(self, key: str, value: str) -> None:
+        def work(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO system_meta (key, value, updated_at) VALUES (?, ?, ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value,"
+                " updated_at = excluded.updated_at",
+                (key, value, to_db(utcnow())),
+            )
+
+        await self.db.run_write(work)
+
+
+def _accept_one(
+    conn: sqlite3.Connection, raw: NewRaw, enc: Encoded, digest: str, step: float
+) -> Accepted:
+    now = to_db(utcnow())
+    raw_id = new_id()
+    conn.execute(
+        "INSERT INTO raw_memories (id, content, content_hash, source, type, project, timestamp,"
+        " created_at, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            raw_id,
+            raw.content,
+            digest,
+            raw.source.value,
+            raw.type.value if raw.type else None,
+            raw.project,
+            to_db(raw.timestamp),
+            now,
+            json.dumps(raw.metadata),
+        ),
+    )
+    existing = conn.execute(
+        "SELECT seq, id FROM memories WHERE project = ? AND content_hash = ?"
+        " AND state IN ('active', 'fading') ORDER BY seq LIMIT 1",
+        (raw.project, digest),
+    ).fetchone()
+    if existing is not None:
+        _reinforce(conn, existing["seq"], step, now)
+        conn.execute(
+            "UPDATE raw_memories SET status = 'reinforced', memory_id = ? WHERE id = ?",
+            (existing["id"], raw_id),
+        )
+        return Accepted(raw_id, existing["id"], existing["seq"], RawStatus.REINFORCED)
+    memory_id = new_id()
+    cur = conn.execute(
+        "INSERT INTO memories (id, raw_id, content, content_hash, summary, concepts, type,"
+        " source, project, significance, salience, timestamp, created_at, updated_at, metadata)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            memory_id,
+            raw_id,
+            raw.content,
+            digest,
+            enc.summary,
+            json.dumps(list(enc.concepts)),
+            enc.type.value,
+            raw.source.value,
+            raw.project,
+            enc.significance,
+            enc.salience,
+            to_db(raw.timestamp),
+            now,
+            now,
+            json.dumps(raw.metadata),
+        ),
+    )
+    seq = int(cur.lastrowid or 0)
+    conn.execute(
+        "INSERT INTO memories_fts (rowid, content, summary, concepts, when_text)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (seq, raw.content, enc.summary, " ".join(enc.concepts), when_text(raw.timestamp)),
+    )
+    conn.execute("UPDATE raw_memories SET memory_id = ? WHERE id = ?", (memory_id, raw_id))
+    return Accepted(raw_id, memory_id, seq, RawStatus.ACCEPTED)
+
+
+def _reinforce(conn: sqlite3.Connection, seq: int, step: float, now: str) -> None:
+    conn.execute(
+        "UPDATE memories SET salience = min(1.0, salience + ?), access_count = access_count + 1,"
+        " updated_at = ? WHERE seq = ?",
+        (step, now, seq),
+    )
+
+
+def _complete_one(
+    conn: sqlite3.Connection, outcome: EmbeddedOutcome, model: str, step: float, now: str
+) -> None:
+    mem = outcome.memory
+    vector = np.ascontiguousarray(outcome.vector, dtype=np.float32)
+    conn.execute(
+        "INSERT OR REPLACE INTO memory_vectors (seq, model, dim, vector) VALUES (?, ?, ?, ?)",
+        (mem.seq, model, int(vector.shape[0]), vector.tobytes()),
+    )
+    if outcome.merged_into_seq is not None:
+        target = conn.execute(
+            "SELECT id FROM memories WHERE seq = ?", (outcome.merged_into_seq,)
+        ).fetchone()
+        conn.execute(
+            "UPDATE memories SET embedded = 1, state = 'merged', merged_into = ?, updated_at = ?"
+            " WHERE seq = ?",
+            (target["id"], now, mem.seq),
+        )
+        _reinforce(conn, outcome.merged_into_seq, step, now)
+        conn.execute(
+            "UPDATE raw_memories SET status = 'reinforced', memory_id = ? WHERE id = ?",
+            (target["id"], mem.raw_id),
+        )
+        return
+    conn.execute("UPDATE memories SET embedded = 1 WHERE seq = ?", (mem.seq,))
+    conn.executemany(
+        "INSERT INTO associations (source_seq, target_seq, relation, strength, created_at,"
+        " updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET"
+        " strength = max(strength, excluded.strength), updated_at = excluded.updated_at",
+        [
+            (
+                min(mem.seq, link.target_seq),
+                max(mem.seq, link.target_seq),
+                link.relation.value,
+                link.strength,
+                now,
+                now,
+            )
+            for link in outcome.links
+        ],
+    )
+    conn.execute(
+        "UPDATE raw_memories SET status = 'encoded', error = NULL WHERE id = ?", (mem.raw_id,)
+    )

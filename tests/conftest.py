@@ -1,0 +1,79 @@
+"""Shared fixtures: real SQLite files from the production migrations, the real embedding
+model (loaded once per session), and the real app behind Starlette's TestClient."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from mnemonic.config import Config, load_config
+from mnemonic.daemon import Daemon
+from mnemonic.llm.embedding.onnx import OnnxEmbedder
+from mnemonic.paths import Paths, resolve_paths
+
+TOKEN = "test-token-0123456789"
+PORT = 9999
+BASE_URL = f"http://127.0.0.1:{PORT}"
+
+
+@pytest.fixture(scope="session")
+def embedder() -> OnnxEmbedder:
+    return OnnxEmbedder()
+
+
+@pytest.fixture
+def paths(tmp_path: Path) -> Paths:
+    p = resolve_paths(tmp_path / "home")
+    p.ensure()
+    return p
+
+
+AppFactory = Callable[..., TestClient]
+
+
+@pytest.fixture
+def make_client(
+    paths: Paths, embedder: OnnxEmbedder
+) -> Iterator[Callable[..., TestClient]]:
+    """Start a daemon (optionally with config overrides) and return an authorised client."""
+    clients: list[TestClient] = []
+
+    def factory(**overrides: Any) -> TestClient:
+        cfg: Config = load_config(None, **overrides)
+        daemon = Daemon(cfg, paths, TOKEN, embedder=embedder)
+        client = TestClient(
+            daemon.app(), base_url=BASE_URL, headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+        client.__enter__()
+        client.daemon = daemon  # type: ignore[attr-defined]
+        clients.append(client)
+        return client
+
+    yield factory
+    for client in reversed(clients):
+        client.__exit__(None, None, None)
+
+
+@pytest.fixture
+def client(make_client: Callable[..., TestClient]) -> TestClient:
+    return make_client()
+
+
+def remember(client: TestClient, content: str, **fields: Any) -> dict[str, Any]:
+    response = client.post(
+        "/api/v1/memories", params={"wait": "true"}, json={"content": content, **fields}
+    )
+    assert response.status_code in (201, 202), response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def query(client: TestClient, text: str, **fields: Any) -> dict[str, Any]:
+    response = client.post("/api/v1/query", json={"query": text, **fields})
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body

@@ -1,0 +1,1 @@
+"""Test helpers shared by several test modules (real servers and fixtures, not mocks)."""
