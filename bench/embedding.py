@@ -1,6 +1,6 @@
 """Benchmark the embedded ONNX embedder: load time, latency and throughput on this machine.
 
-Run: ``.venv/bin/python bench/embedding.py`` (about a minute). Prints Markdown tables
+Run: ``.venv/bin/python bench/embedding.py`` (2-3 minutes on 2 idle cores). Prints Markdown tables
 for BENCHMARKS.md. Texts are synthetic but realistic English memory notes, short
 (≈12 words) and medium (≈40 words), generated from a fixed seed.
 """

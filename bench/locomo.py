@@ -17,14 +17,14 @@ import re
 import sys
 import time
 from collections import Counter, defaultdict
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from server import running_daemon  # noqa: E402
+from server import running_daemon
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo-dev.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -32,7 +32,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def parse_date(text: str) -> datetime:
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
 def turns(sample: dict[str, Any]) -> list[dict[str, Any]]:
@@ -56,8 +56,8 @@ def turns(sample: dict[str, Any]) -> list[dict[str, Any]]:
 def evidence(raw: list[str], known: set[str]) -> list[str]:
     found: list[str] = []
     for item in raw:
-        for part in re.split(r"[;,]\s*", item):
-            part = part.strip().replace("D:", "D")
+        for piece in re.split(r"[;,]\s*", item):
+            part = piece.strip().replace("D:", "D")
             if part in known and part not in found:
                 found.append(part)
     return found
@@ -114,7 +114,12 @@ class BM25:
             for t in q:
                 f = tf.get(t)
                 if f:
-                    s += self.idf[t] * f * (self.k1 + 1) / (f + self.k1 * (1 - self.b + self.b * dl / self.avgdl))
+                    s += (
+                        self.idf[t]
+                        * f
+                        * (self.k1 + 1)
+                        / (f + self.k1 * (1 - self.b + self.b * dl / self.avgdl))
+                    )
             out[i] = s
         return out
 
@@ -206,14 +211,19 @@ def run_baselines(data: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, f
             v = list(np.argsort(-(vecs @ qv), kind="stable")[:100])
             f = rrf_rank([b, v])
             for name, ranking in (("BM25", b), ("MiniLM cosine", v), ("RRF(BM25, MiniLM)", f)):
-                out[name].append((q["category"], metrics([[dias[i]] for i in ranking[:10]], q["evidence"])))
+                out[name].append(
+                    (q["category"], metrics([[dias[i]] for i in ranking[:10]], q["evidence"]))
+                )
     return {name: summarise(rows) for name, rows in out.items()}
 
 
 def print_table(results: dict[str, dict[str, dict[str, float]]]) -> None:
     cats = ["overall", *CATEGORIES.values()]
     header = f"{'retriever':<22} " + " ".join(f"{c + ' R@10':>17}" for c in cats)
-    print(f"\n{'retriever':<22} {'R@5':>6} {'R@10':>6} {'nDCG@10':>8}   " + "  ".join(f"{c[:11]:>11}" for c in cats[1:]))
+    print(
+        f"\n{'retriever':<22} {'R@5':>6} {'R@10':>6} {'nDCG@10':>8}   "
+        + "  ".join(f"{c[:11]:>11}" for c in cats[1:])
+    )
     print("-" * len(header))
     for name, table in results.items():
         o = table["overall"]
@@ -223,9 +233,13 @@ def print_table(results: dict[str, dict[str, dict[str, float]]]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--set", action="append", default=[], help="section.key=value config override")
+    parser.add_argument(
+        "--set", action="append", default=[], help="section.key=value config override"
+    )
     parser.add_argument("--no-baselines", action="store_true")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args()
@@ -243,7 +257,10 @@ def main() -> None:
         print(json.dumps({"results": results, "timings": result["timings"]}, indent=2))
         return
     n = result["table"]["overall"]["n"]
-    print(f"LoCoMo dev: {len(data)} conversations, {n:.0f} queries; settings: {settings or 'defaults'}")
+    print(
+        f"LoCoMo dev: {len(data)} conversations, {n:.0f} queries;"
+        f" settings: {settings or 'defaults'}"
+    )
     print_table(results)
     t = result["timings"]
     print(

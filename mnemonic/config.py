@@ -107,8 +107,11 @@ class EncodingConfig(_Section):
 class RecallConfig(_Section):
     fts_candidates: int = Field(60, ge=1, le=1000, description="BM25 entry points per query.")
     vector_candidates: int = Field(60, ge=1, le=1000, description="Vector entry points.")
+    fusion: Literal["linear", "rrf"] = Field(
+        "linear", description="linear = weighted min-max scores; rrf = reciprocal-rank fusion."
+    )
     rrf_k: float = Field(60.0, gt=0, description="Reciprocal-rank-fusion constant.")
-    fts_weight: float = Field(1.0, ge=0, description="Weight of the full-text ranking in fusion.")
+    fts_weight: float = Field(1.3, ge=0, description="Weight of the full-text ranking in fusion.")
     vector_weight: float = Field(1.0, ge=0, description="Weight of the vector ranking in fusion.")
     spread_seeds: int = Field(20, ge=0, le=200, description="Top fused hits that spread.")
     spread_hops: int = Field(3, ge=0, le=6, description="Hops of spreading activation.")
@@ -117,15 +120,18 @@ class RecallConfig(_Section):
         0.05, ge=0, le=1, description="Activation (relative to the top seed) a node needs."
     )
     spread_max_nodes: int = Field(500, ge=1, description="Work bound: nodes activated per query.")
+    spread_frontier: int = Field(
+        40, ge=1, le=1000, description="Work bound: strongest nodes that spread on each hop."
+    )
     spread_weight: float = Field(
-        0.5, ge=0, description="Weight of spread activation against direct hits."
+        1.0, ge=0, description="Weight of spread activation against direct hits."
     )
     relation_weights: dict[str, float] = Field(
         default_factory=lambda: {
-            "similar": 0.6,
-            "temporal": 0.5,
-            "reinforces": 0.8,
-            "contradicts": 0.4,
+            "similar": 0.3,
+            "temporal": 1.0,
+            "reinforces": 0.5,
+            "contradicts": 0.3,
             "caused_by": 0.8,
             "part_of": 0.7,
             "supersedes": 0.6,

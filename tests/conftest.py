@@ -9,15 +9,12 @@ from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
+from support.api import BASE_URL, TOKEN
 
 from mnemonic.config import Config, load_config
 from mnemonic.daemon import Daemon
 from mnemonic.llm.embedding.onnx import OnnxEmbedder
 from mnemonic.paths import Paths, resolve_paths
-
-TOKEN = "test-token-0123456789"
-PORT = 9999
-BASE_URL = f"http://127.0.0.1:{PORT}"
 
 
 @pytest.fixture(scope="session")
@@ -32,13 +29,8 @@ def paths(tmp_path: Path) -> Paths:
     return p
 
 
-AppFactory = Callable[..., TestClient]
-
-
 @pytest.fixture
-def make_client(
-    paths: Paths, embedder: OnnxEmbedder
-) -> Iterator[Callable[..., TestClient]]:
+def make_client(paths: Paths, embedder: OnnxEmbedder) -> Iterator[Callable[..., TestClient]]:
     """Start a daemon (optionally with config overrides) and return an authorised client."""
     clients: list[TestClient] = []
 
@@ -61,19 +53,3 @@ def make_client(
 @pytest.fixture
 def client(make_client: Callable[..., TestClient]) -> TestClient:
     return make_client()
-
-
-def remember(client: TestClient, content: str, **fields: Any) -> dict[str, Any]:
-    response = client.post(
-        "/api/v1/memories", params={"wait": "true"}, json={"content": content, **fields}
-    )
-    assert response.status_code in (201, 202), response.text
-    body: dict[str, Any] = response.json()
-    return body
-
-
-def query(client: TestClient, text: str, **fields: Any) -> dict[str, Any]:
-    response = client.post("/api/v1/query", json={"query": text, **fields})
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 from starlette.testclient import TestClient
-
-from tests.conftest import remember
+from support.api import remember
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,7 @@ from collections.abc import Callable
 
 import pytest
 from starlette.testclient import TestClient
-
-from tests.conftest import BASE_URL, TOKEN, remember
+from support.api import BASE_URL, TOKEN, remember
 
 
 def _count(client: TestClient) -> int:
@@ -74,9 +73,12 @@ def test_body_cap_by_length_and_by_stream(make_client: Callable[..., TestClient]
     client = make_client(server={"max_body_bytes": 2048})
     before = _count(client)
     big = b'{"content": "' + b"a" * 4096 + b'"}'
-    assert client.post(
-        "/api/v1/memories", content=big, headers={"Content-Type": "application/json"}
-    ).status_code == 413
+    assert (
+        client.post(
+            "/api/v1/memories", content=big, headers={"Content-Type": "application/json"}
+        ).status_code
+        == 413
+    )
 
     def chunks() -> object:
         yield big[:1000]

@@ -56,7 +56,8 @@ def test_unknown_and_invalid_keys_fail_clearly(tmp_path: Path) -> None:
 def test_every_recall_weight_changes_behaviour_somewhere() -> None:
     """Guards against knobs that are documented but never read."""
     source = "\n".join(
-        p.read_text(encoding="utf-8") for p in (REPO / "mnemonic").rglob("*.py")
+        p.read_text(encoding="utf-8")
+        for p in (REPO / "mnemonic").rglob("*.py")
         if p.name != "config.py"
     )
     for section in ("recall", "encoding", "feedback", "storage", "server", "embedding"):

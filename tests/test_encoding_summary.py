@@ -37,6 +37,7 @@ from mnemonic.encoding.summary import ELLIPSIS, extract_summary, looks_like_comm
         ),
         ("Edited setup.py to add extras. Then reinstalled.", "Edited setup.py to add extras."),
         ("Edited setup.py. Then reinstalled.", "Edited setup.py."),
+        ("find the bug in src/app.py. Then fix it.", "find the bug in src/app.py."),
         (
             "Docs at https://example.com/v1.2/guide.html explain it. Read them.",
             "Docs at https://example.com/v1.2/guide.html explain it.",
@@ -113,6 +114,25 @@ def test_extract_summary_commands_and_code_use_first_line(text: str, expected: s
             "KeyError: 'user_id'\n\nI think the fixture is missing.",
             "KeyError: 'user_id'",
         ),
+        (
+            "Traceback (most recent call last):\n"
+            '  File "a.py", line 3, in f\n'
+            "KeyError: 'a'\n\n"
+            "During handling of the above exception, another exception occurred:\n\n"
+            "Traceback (most recent call last):\n"
+            "ValueError: b",
+            "KeyError: 'a'",
+        ),
+        (
+            "Traceback (most recent call last):\n"
+            '  File "m.py", line 9, in <module>\n'
+            "django.core.exceptions.ImproperlyConfigured: SECRET_KEY is empty",
+            "django.core.exceptions.ImproperlyConfigured: SECRET_KEY is empty",
+        ),
+        (
+            "Traceback (most recent call last):\n  File 'x.py'\nKeyboardInterrupt",
+            "KeyboardInterrupt",
+        ),
         # no exception line: fall back to the header
         ("Traceback (most recent call last):\n  File 'x.py'", "Traceback (most recent call last):"),
     ],
@@ -135,6 +155,8 @@ def test_extract_summary_traceback_uses_exception_line(text: str, expected: str)
         ("SELECT id FROM memories WHERE seq > 3", True),
         ("if x is None:", True),
         ("git is great", False),
+        ("find the bug in src/app.py. Then fix it", False),
+        ("make all", True),
         ("make sure the tests pass before merging.", False),
         ("Make the cache optional", False),
         ("C# is great. Really.", False),

@@ -32,7 +32,9 @@ def test_any_text_is_a_valid_match(text: str) -> None:
 
 def test_terms_drop_stopwords_but_never_everything() -> None:
     assert query_terms("What did Caroline do at the support group?") == [
-        "caroline", "support", "group",
+        "caroline",
+        "support",
+        "group",
     ]
     assert query_terms("what is it") == ["what", "is", "it"]
     assert to_match("   ") is None

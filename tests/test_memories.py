@@ -6,8 +6,7 @@ import sqlite3
 from collections.abc import Callable
 
 from starlette.testclient import TestClient
-
-from tests.conftest import query, remember
+from support.api import query, remember
 
 
 def _db(client: TestClient) -> sqlite3.Connection:
@@ -112,7 +111,9 @@ def test_links_are_typed_and_bounded(make_client: Callable[..., TestClient]) -> 
             "SELECT source_seq, count(*) FROM associations GROUP BY source_seq"
         ).fetchall()
     relations = {(r["relation"], r["a"], r["b"]) for r in rows}
-    assert any(r[0] == "contradicts" and "enabled" in r[1] and "disabled" in r[2] for r in relations)
+    assert any(
+        r[0] == "contradicts" and "enabled" in r[1] and "disabled" in r[2] for r in relations
+    )
     assert all(0 < r["strength"] <= 1 for r in rows)
     # at most max_links similar links plus the one temporal link to the previous memory
     with _db(client) as conn:
@@ -139,7 +140,9 @@ def test_forget_archives_and_hides_from_default_recall(client: TestClient) -> No
 def test_batch_results_in_input_order(client: TestClient) -> None:
     items = [{"content": f"batch item number {i} about topic {i * 7}"} for i in range(30)]
     items.append({"content": "batch item number 3 about topic 21"})  # exact duplicate of #3
-    response = client.post("/api/v1/memories/batch", params={"wait": "true"}, json={"memories": items})
+    response = client.post(
+        "/api/v1/memories/batch", params={"wait": "true"}, json={"memories": items}
+    )
     assert response.status_code == 201
     results = response.json()["results"]
     assert len(results) == 31

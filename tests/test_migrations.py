@@ -19,8 +19,14 @@ def test_fresh_database_gets_every_migration(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {
-        "raw_memories", "memories", "memories_fts", "memory_vectors", "associations",
-        "retrieval_feedback", "memory_amendments", "system_meta",
+        "raw_memories",
+        "memories",
+        "memories_fts",
+        "memory_vectors",
+        "associations",
+        "retrieval_feedback",
+        "memory_amendments",
+        "system_meta",
     } <= tables
     assert migrate(db, StorageConfig()) == version  # idempotent
 

@@ -8,8 +8,7 @@ from collections.abc import Callable
 
 import pytest
 from starlette.testclient import TestClient
-
-from tests.conftest import query, remember
+from support.api import query, remember
 
 NOTES = [
     ("The CI pipeline failed because the Postgres container ran out of disk.", "api", "infra"),
@@ -27,9 +26,9 @@ def loaded(client: TestClient) -> dict[str, str]:
     ids = {}
     for i, (text, source, project) in enumerate(NOTES):
         stamp = f"2024-0{1 + i % 6}-1{i}T12:00:00Z"
-        ids[text] = remember(
-            client, text, source=source, project=project, timestamp=stamp
-        )["memory_id"]
+        ids[text] = remember(client, text, source=source, project=project, timestamp=stamp)[
+            "memory_id"
+        ]
     return ids
 
 
@@ -50,7 +49,13 @@ def test_finds_by_words_and_by_meaning(client: TestClient, loaded: dict[str, str
 
 @pytest.mark.parametrize(
     ("text", "needle"),
-    [("cafe pastel", 4), ("café", 4), ("日本語", 5), ("会議は日本語で行われました", 5), ("🚀 rollback", 6)],
+    [
+        ("cafe pastel", 4),
+        ("café", 4),
+        ("日本語", 5),
+        ("会議は日本語で行われました", 5),
+        ("🚀 rollback", 6),
+    ],
 )
 def test_non_ascii_queries(
     client: TestClient, loaded: dict[str, str], text: str, needle: int
@@ -74,8 +79,27 @@ def test_non_ascii_found_by_full_text_path(client: TestClient, loaded: dict[str,
 
 @pytest.mark.parametrize(
     "nasty",
-    ['"', '""', "*", "(", ")", "AND", "OR NOT", "NEAR(", 'NEAR("a" "b", 2)', "content:",
-     "col:umn", "^start", "-minus", "a' OR '1'='1", "\\", "{}", "[x]", "   ?   ", "\x00"],
+    [
+        '"',
+        '""',
+        "*",
+        "(",
+        ")",
+        "AND",
+        "OR NOT",
+        "NEAR(",
+        'NEAR("a" "b", 2)',
+        "content:",
+        "col:umn",
+        "^start",
+        "-minus",
+        "a' OR '1'='1",
+        "\\",
+        "{}",
+        "[x]",
+        "   ?   ",
+        "\x00",
+    ],
 )
 def test_fts_syntax_in_queries_is_just_text(client: TestClient, nasty: str) -> None:
     remember(client, "NEAR the AND gate, OR maybe content: the (parenthesis) star *")
@@ -143,8 +167,11 @@ def test_feedback_moves_utility_within_bounds(client: TestClient) -> None:
         answer = query(client, "ruff format black")
         client.post(
             "/api/v1/feedback",
-            json={"query_id": answer["query_id"], "quality": "helpful",
-                  "memory_ids": [stored["memory_id"]]},
+            json={
+                "query_id": answer["query_id"],
+                "quality": "helpful",
+                "memory_ids": [stored["memory_id"]],
+            },
         ).raise_for_status()
         utilities.append(client.get(f"/api/v1/memories/{stored['memory_id']}").json()["utility"])
     assert utilities[0] == pytest.approx(1.1)
@@ -153,8 +180,11 @@ def test_feedback_moves_utility_within_bounds(client: TestClient) -> None:
         answer = query(client, "ruff format black")
         client.post(
             "/api/v1/feedback",
-            json={"query_id": answer["query_id"], "quality": "irrelevant",
-                  "memory_ids": [stored["memory_id"]]},
+            json={
+                "query_id": answer["query_id"],
+                "quality": "irrelevant",
+                "memory_ids": [stored["memory_id"]],
+            },
         ).raise_for_status()
     memory = client.get(f"/api/v1/memories/{stored['memory_id']}").json()
     assert memory["utility"] == pytest.approx(0.5)
@@ -169,6 +199,8 @@ def test_feedback_changes_ranking(client: TestClient) -> None:
     loser = b if first == a else a
     for _ in range(5):
         answer = query(client, "deploy notes helm service")
-        client.post("/api/v1/feedback", json={"query_id": answer["query_id"],
-                    "quality": "irrelevant", "memory_ids": [first]}).raise_for_status()
+        client.post(
+            "/api/v1/feedback",
+            json={"query_id": answer["query_id"], "quality": "irrelevant", "memory_ids": [first]},
+        ).raise_for_status()
     assert _ids(query(client, "deploy notes helm service"))[0] == loser

@@ -77,7 +77,8 @@ def test_rest_over_real_http(server: tuple[str, dict[str, str]]) -> None:
     headers = {"Authorization": f"Bearer {TOKEN}"}
     with httpx.Client(base_url=base, headers=headers) as http:
         stored = http.post(
-            "/api/v1/memories", params={"wait": "true"},
+            "/api/v1/memories",
+            params={"wait": "true"},
             json={"content": "The nightly backup job writes to /srv/backups.", "project": "ops"},
         )
         assert stored.status_code == 201
@@ -87,7 +88,9 @@ def test_rest_over_real_http(server: tuple[str, dict[str, str]]) -> None:
         assert health["status"] == "ok"
         assert health["vector_index"]["path"] == "numpy-exact"
         assert health["embedding"] == {
-            "model": "all-MiniLM-L6-v2-int8", "dim": 384, "backlog": 0,
+            "model": "all-MiniLM-L6-v2-int8",
+            "dim": 384,
+            "backlog": 0,
             "reembedding": {"running": False, "done": 0, "total": 0},
         }
         assert http.get("/api/v1/health", headers={"Authorization": "Bearer no"}).status_code == 401
@@ -105,8 +108,9 @@ def test_home_folder_layout_and_private_modes(server: tuple[str, dict[str, str]]
 
 def test_cli_round_trip(server: tuple[str, dict[str, str]]) -> None:
     _, env = server
-    done = _cli(env, "remember", "Use pnpm, not npm, in the web folder.", "--project", "web",
-                "--json")
+    done = _cli(
+        env, "remember", "Use pnpm, not npm, in the web folder.", "--project", "web", "--json"
+    )
     assert done.returncode == 0, done.stderr
     stored = json.loads(done.stdout)
     assert stored["status"] == "encoded"

@@ -70,7 +70,7 @@ class SecurityMiddleware:
         return None
 
     def _authorised(self, header: bytes | None) -> bool:
-        if header is None or not header[:7].lower() == b"bearer ":
+        if header is None or header[:7].lower() != b"bearer ":
             return False
         return hmac.compare_digest(header[7:].strip(), self.token)
 

@@ -66,7 +66,7 @@ class Remembered:
 class RecallRequest:
     query: str
     limit: int = 10
-    filters: Filters = Filters()
+    filters: Filters = field(default_factory=Filters)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,1 @@
+"""Turning raw observations into memories: heuristics, linking and the encoding worker."""

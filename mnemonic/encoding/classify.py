@@ -116,20 +116,73 @@ _ERROR_WEAK_RE = re.compile(
 )
 
 
+# (type, lowercase hints, pattern) in precedence order. A pattern can only
+# match if one of its hints occurs in the lowercased text; checking the hints
+# with ``in`` first keeps classification of chat lines and 100 KB pastes cheap.
+_RULES: tuple[tuple[MemoryType, tuple[str, ...], re.Pattern[str]], ...] = (
+    (
+        MemoryType.HANDOFF,
+        ("hand", "next step", "whoever", "left off", "picking", "todo for"),
+        _HANDOFF_RE,
+    ),
+    (
+        MemoryType.ERROR,
+        (
+            "traceback",
+            "error",
+            "exception",
+            "fatal",
+            "panic",
+            "seg",
+            "core dumped",
+            "exit",
+            "npm err",
+        ),
+        _ERROR_STRONG_RE,
+    ),
+    (
+        MemoryType.DECISION,
+        (
+            "decid",
+            "decision",
+            "we ",
+            "we'",
+            "we’",
+            "going with",
+            "chose",
+            "switch",
+            "let",
+            "settled",
+            "opted",
+            "agreed",
+        ),
+        _DECISION_RE,
+    ),
+    (MemoryType.LEARNING, ("til",), _TIL_RE),
+    (
+        MemoryType.LEARNING,
+        ("today i", "learn", "note to self", "how to", "remember", "pro tip"),
+        _LEARNING_RE,
+    ),
+    (
+        MemoryType.INSIGHT,
+        ("reali", "turn", "reason", "root cause", "insight", "the ", "explains", "why", "because"),
+        _INSIGHT_RE,
+    ),
+    (
+        MemoryType.ERROR,
+        ("error", "exception", "fail", "fatal", "crash", "denied", "not found", "no such file"),
+        _ERROR_WEAK_RE,
+    ),
+)
+
+
 def classify_type(text: str) -> MemoryType:
     """Classify ``text`` with the documented precedence (module docstring)."""
-    if _HANDOFF_RE.search(text):
-        return MemoryType.HANDOFF
-    if _ERROR_STRONG_RE.search(text):
-        return MemoryType.ERROR
-    if _DECISION_RE.search(text):
-        return MemoryType.DECISION
-    if _TIL_RE.search(text) or _LEARNING_RE.search(text):
-        return MemoryType.LEARNING
-    if _INSIGHT_RE.search(text):
-        return MemoryType.INSIGHT
-    if _ERROR_WEAK_RE.search(text):
-        return MemoryType.ERROR
+    lowered = text.lower()
+    for memory_type, hints, pattern in _RULES:
+        if any(hint in lowered for hint in hints) and pattern.search(text):
+            return memory_type
     return MemoryType.GENERAL
 
 
@@ -187,9 +240,10 @@ def significance(text: str, memory_type: MemoryType) -> float:
     count = len(tokens)
     score = 0.45 + _length_term(count) + _TYPE_WEIGHT.get(memory_type, 0.0)
     sample = tokens[:_MAX_FEATURE_TOKENS]
-    if any(is_identifier(token) for token in sample):
+    # Plain lower-case words cannot be identifiers; skip the regex for them.
+    if any(is_identifier(t) for t in sample if not (t.isalpha() and t.islower())):
         score += 0.1
-    if any(_DIGIT_RE.search(token) for token in sample):
+    if _DIGIT_RE.search(text):
         score += 0.05
     if "/" in text and _PATH_OR_URL_RE.search(text):
         score += 0.05
@@ -200,8 +254,6 @@ def significance(text: str, memory_type: MemoryType) -> float:
 
 def is_small_talk(tokens: list[str]) -> bool:
     """True for texts with no words, or at most four words that are all chit-chat."""
-    if not tokens:
-        return True
     if len(tokens) > 4:
         return False
     return all(

@@ -31,6 +31,8 @@ Rules:
 
 from __future__ import annotations
 
+import functools
+
 from mnemonic.encoding.text import STOPWORDS, WORD_RE
 
 OPPOSITE_PAIRS: tuple[tuple[str, str], ...] = (
@@ -146,8 +148,15 @@ def contradicts(a: str, b: str) -> bool:
 _Claims = set[tuple[str, str]]
 
 
-def _analyse(text: str) -> tuple[set[str], _Claims, _Claims]:
-    """(un-negated pair words, positive copula claims, negated copula claims)."""
+@functools.lru_cache(maxsize=8192)
+def _analyse(
+    text: str,
+) -> tuple[frozenset[str], frozenset[tuple[str, str]], frozenset[tuple[str, str]]]:
+    """(un-negated pair words, positive copula claims, negated copula claims).
+
+    Cached: the encoder compares one new memory with several neighbours, and each
+    neighbour with many new memories.
+    """
     spans = [
         (m.group().lower().replace("’", "'"), m.start(), m.end()) for m in WORD_RE.finditer(text)
     ]
@@ -160,7 +169,7 @@ def _analyse(text: str) -> tuple[set[str], _Claims, _Claims]:
         if not negated and (token not in _STATE_WORDS or _is_state(text, spans, i)):
             present.add(token)
         _collect_claim(tokens, i, positive, negative)
-    return present, positive, negative
+    return frozenset(present), frozenset(positive), frozenset(negative)
 
 
 def _negated(previous: str, before_previous: str) -> bool:

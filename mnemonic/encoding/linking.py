@@ -12,7 +12,6 @@ from mnemonic.store.base import NewLink
 from mnemonic.store.models import Relation
 from mnemonic.timeutil import ensure_utc
 
-
 _NUMBERISH = re.compile(r"\w*\d[\w.:/-]{0,60}")
 
 

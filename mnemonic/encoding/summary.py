@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import re
 
-from mnemonic.encoding.text import STOPWORDS
-
 ELLIPSIS = "…"
 
 _WS_RE = re.compile(r"\s+")
@@ -65,6 +63,10 @@ rm rsync ruff rustc scp sed source sqlite3 ssh sudo systemctl tail tar
 terraform tmux touch uv vim wget which yarn
 """
 _SHELL_COMMANDS = frozenset(_SHELL_COMMANDS_TEXT.split())
+_PROSE_SECOND_WORDS = frozenset(
+    {"the", "a", "an", "this", "that", "these", "those", "my", "our", "your", "their"}
+    | {"it", "is", "are", "was", "were", "has", "had", "will", "would", "can", "should"}
+)
 _SHELL_SYNTAX_RE = re.compile(r"(?:^|\s)--?\w|[|&;<>`$=]|\S/|/\S|\w\.\w")
 _CODE_LINE_RE = re.compile(
     r"(?:async\s+)?def\s+\w+\s*\("
@@ -111,8 +113,10 @@ def looks_like_command_or_code(line: str) -> bool:
 
     Shell: a prompt (``$ ``, ``>>> ``, ``user@host$ ``), or a known command
     name followed by shell syntax (flags, pipes, paths, ``=``) or by at most two
-    more words that are not English function words (``git status`` but not
-    ``git is great``); ``FOO=1`` prefixes and ``sudo`` are skipped. Code:
+    more words (``git status``, ``make all``). ``FOO=1`` prefixes and ``sudo``
+    are skipped; a determiner, pronoun or auxiliary as second word means prose
+    (``git is great``, ``find the bug in src/app.py``), as does a line ending
+    in sentence punctuation right after a letter. Code:
     definition/import keywords (``def``, ``class X(``, ``from x import``,
     ``const x =``, ...), SQL statements, lower-case block headers ending in
     ``:`` (``if x:``), or a line ending in ``{`` or ``;``.
@@ -130,9 +134,11 @@ def looks_like_command_or_code(line: str) -> bool:
         tokens = tokens[1:]
     if line[-1] in ".?!" and line[-2:-1].isalpha():
         return False  # ends like an English sentence
+    if len(tokens) > 1 and tokens[1].lower() in _PROSE_SECOND_WORDS:
+        return False  # "find the bug in src/app.py", "cat is asleep"
     if _SHELL_SYNTAX_RE.search(rest):
         return True
-    return len(tokens) <= 3 and all(t.lower() not in STOPWORDS for t in tokens[1:])
+    return len(tokens) <= 3  # "git status", "make all", "ls"
 
 
 class _Lines:

@@ -1,9 +1,11 @@
 """Spreading activation over the association graph.
 
 Seeds are the strongest direct hits. Each hop passes ``activation x decay x relation weight
-x edge strength`` along every edge; a node keeps the sum of what reaches it (several paths
-are more evidence than one), capped at 1. Work is bounded by hops, a relative threshold and
-a node budget, so a dense graph cannot make a query slow.
+x edge strength`` along every edge; within a hop a node takes its strongest arrival (summing
+let hubs with many weak links outrank a memory with one strong link: R@10 0.664 against
+0.679 on the LoCoMo dev split), and arrivals over successive hops add up, capped at 1.
+Work is bounded by hops, a relative threshold, the frontier size and a node budget, so a
+dense graph cannot make a query slow.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class SpreadSettings:
     decay: float
     threshold: float
     max_nodes: int
+    frontier: int
     relation_weights: Mapping[str, float]
 
 
@@ -43,7 +46,7 @@ async def spread(seeds: Mapping[int, float], fetch: Fetch, settings: SpreadSetti
     if not seeds or settings.hops <= 0:
         return result
     floor = settings.threshold * max(seeds.values())
-    frontier = dict(seeds)
+    frontier = _strongest(seeds, settings.frontier)
     best_in: dict[int, float] = {}
     for _ in range(settings.hops):
         edges = await fetch(list(frontier))
@@ -54,21 +57,26 @@ async def spread(seeds: Mapping[int, float], fetch: Fetch, settings: SpreadSetti
             source_level = frontier.get(edge.source_seq)
             if source_level is None:
                 continue
-            weight = settings.relation_weights.get(edge.relation.value, 0.0)
+            weight = settings.relation_weights.get(edge.relation, 0.0)  # StrEnum == str key
             amount = source_level * settings.decay * weight * edge.strength
             if amount < floor or amount <= 0:
                 continue
             target = edge.target_seq
-            arriving[target] = arriving.get(target, 0.0) + amount
+            arriving[target] = max(arriving.get(target, 0.0), amount)
             if amount > best_in.get(target, 0.0):
                 best_in[target] = amount
                 result.via[target] = (edge.source_seq, target)
-        frontier = {}
+        reached: dict[int, float] = {}
         for target, amount in sorted(arriving.items(), key=lambda kv: -kv[1]):
             if target not in result.activation and len(result.activation) >= settings.max_nodes:
                 break
             result.activation[target] = min(1.0, result.activation.get(target, 0.0) + amount)
-            frontier[target] = amount
+            reached[target] = amount
+        frontier = _strongest(reached, settings.frontier)
         if not frontier:
             break
     return result
+
+
+def _strongest(levels: Mapping[int, float], n: int) -> dict[int, float]:
+    return dict(sorted(levels.items(), key=lambda kv: -kv[1])[:n])

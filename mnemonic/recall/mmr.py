@@ -24,26 +24,26 @@ def mmr_order(
     want = min(limit, len(ranked))
     if want == 0:
         return []
+    seqs = [seq for seq, _ in ranked]
     if lam >= 1.0:
-        return [seq for seq, _ in ranked[:want]]
+        return seqs[:want]
     top = max(score for _, score in ranked) or 1.0
-    remaining = list(ranked)
-    chosen: list[int] = []
-    chosen_vecs: list[Vectors] = []
-    while len(chosen) < want:
-        best_i, best_value = 0, -np.inf
-        stacked = np.vstack(chosen_vecs) if chosen_vecs else None
-        for i, (seq, score) in enumerate(remaining):
-            penalty = 0.0
-            vec = vectors.get(seq)
-            if stacked is not None and vec is not None:
-                penalty = float(np.max(stacked @ vec))
-            value = lam * (score / top) - (1 - lam) * penalty
-            if value > best_value:
-                best_i, best_value = i, value
-        seq, _ = remaining.pop(best_i)
-        chosen.append(seq)
+    relevance = np.array([score / top for _, score in ranked], dtype=np.float64)
+    dim = next((len(v) for v in vectors.values()), 0)
+    matrix = np.zeros((len(seqs), dim), dtype=np.float32)
+    for i, seq in enumerate(seqs):
         vec = vectors.get(seq)
         if vec is not None:
-            chosen_vecs.append(vec)
-    return chosen
+            matrix[i] = vec
+    # Rows without a vector are zero, so their similarity to everything is 0.
+    similarity = matrix @ matrix.T
+    closest = np.zeros(len(seqs), dtype=np.float64)
+    available = np.ones(len(seqs), dtype=bool)
+    chosen: list[int] = []
+    while len(chosen) < want:
+        value = np.where(available, lam * relevance - (1 - lam) * closest, -np.inf)
+        pick = int(np.argmax(value))
+        chosen.append(pick)
+        available[pick] = False
+        closest = np.maximum(closest, similarity[pick])
+    return [seqs[i] for i in chosen]

@@ -10,7 +10,7 @@ from mnemonic.config import RecallConfig
 from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.recall.activation import SpreadSettings, spread
 from mnemonic.recall.fts_query import to_match
-from mnemonic.recall.fusion import rrf
+from mnemonic.recall.fusion import linear, rrf
 from mnemonic.recall.mmr import mmr_order
 from mnemonic.recall.ranking import Scored, Signals, score
 from mnemonic.store.base import AssociationStore, Filters, MemoryStore, SearchStore
@@ -49,18 +49,21 @@ class Recaller:
             decay=cfg.spread_decay,
             threshold=cfg.spread_threshold,
             max_nodes=cfg.spread_max_nodes,
+            frontier=cfg.spread_frontier,
             relation_weights=dict(cfg.relation_weights),
         )
 
     async def recall(self, query: str, filters: Filters, limit: int) -> RecallOutcome:
         cfg = self._cfg
+        depths = (max(cfg.fts_candidates, limit), max(cfg.vector_candidates, limit))
         fts_hits, vector_hits = await asyncio.gather(
-            self._full_text(query, filters, max(cfg.fts_candidates, limit)),
-            self._nearest(query, filters, max(cfg.vector_candidates, limit)),
+            self._full_text(query, filters, depths[0]),
+            self._nearest(query, filters, depths[1]),
         )
         fts_ranked = [seq for seq, _ in fts_hits]
         vec_ranked = [seq for seq, _ in vector_hits]
-        direct = rrf([(fts_ranked, cfg.fts_weight), (vec_ranked, cfg.vector_weight)], cfg.rrf_k)
+        entry = [(fts_hits, cfg.fts_weight), (vector_hits, cfg.vector_weight)]
+        direct = linear(entry, depths) if cfg.fusion == "linear" else rrf(entry, cfg.rrf_k)
         seeds = dict(sorted(direct.items(), key=lambda kv: -kv[1])[: cfg.spread_seeds])
 
         async def fetch(seqs: Sequence[int]) -> list[Association]:

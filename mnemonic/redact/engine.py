@@ -6,19 +6,23 @@ Steps, all linear in the input length:
    longer than a window).
 2. Every rule of :data:`~mnemonic.redact.rules.RULES` whose trigger words occur, over
    overlapping windows of at most :data:`MAX_INPUT_CHARS` characters.
-3. Findings inside an existing ``[REDACTED:kind]`` marker are cut away, so markers are
-   never re-redacted or mangled; overlapping findings are merged into their outer span and
-   take the kind of the most specific rule.
+3. A candidate that overlaps or touches an existing ``[REDACTED:kind]`` marker counts as
+   already redacted, so markers are never re-redacted or mangled; overlapping findings
+   are merged into their outer span and take the kind of the most specific rule.
+4. The lines that received a marker are scanned again until nothing changes, so the
+   result is a fixed point: ``redact(redact(x).text).text == redact(x).text``.
 
 Long input is never truncated: text longer than :data:`MAX_INPUT_CHARS` is scanned in
 windows of that size that overlap by :data:`WINDOW_OVERLAP` characters, which is at least
 the maximum width of every rule (a test checks this), so every match lies whole inside
 some window and a secret at the end of a 10 MB paste is redacted like one at the start.
+Nothing here logs: findings carry kinds and spans, never values.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,7 +32,9 @@ from mnemonic.redact.rules import (
     PEM_END,
     PEM_MAX_CHARS,
     RULES,
+    SEGMENT,
     VENDOR,
+    Rule,
     is_placeholder,
 )
 
@@ -89,10 +95,46 @@ def redact(text: str) -> Redaction:
 
     Idempotent: ``redact(redact(x).text).text == redact(x).text``. The result never
     contains the value of a finding. Runs in time linear in ``len(text)``.
+
+    A redaction can change the context of the text around it (a marker ends a command
+    where the redacted block had a newline; a name glued to a token stands alone), so the
+    lines that received a marker are redacted again, until nothing changes (at most
+    :data:`_MAX_PASSES` passes). Context never crosses a line except through a backslash
+    continuation, which the re-scanned region follows; lines without a marker are left as
+    they are. That makes the result a fixed point, which is what idempotence means.
     """
+    first = _redact_once(text)
+    if not first.findings:
+        return first
+    findings = list(first.findings)
+    fresh = set(findings)
+    out = first.text
+    for _ in range(_MAX_PASSES - 1):
+        runs, spans = _layout(text, findings)
+        changed = [span for finding, span in zip(findings, spans, strict=True) if finding in fresh]
+        extra: list[Finding] = []
+        for start, end in _regions(out, changed):
+            for f in _redact_once(out[start:end]).findings:
+                orig = _to_original(runs, start + f.start)
+                extra.append(Finding(f.kind, orig, orig + (f.end - f.start)))
+        if not extra:
+            break
+        findings = sorted([*findings, *extra], key=lambda f: f.start)
+        fresh = set(extra)
+        out = _splice(text, findings)
+    return Redaction(out, tuple(findings))
+
+
+_MAX_PASSES = 4
+_CONTINUATION_MAX = 4_096
+
+
+def _redact_once(text: str) -> Redaction:
+    """One pass of every rule over ``text``."""
     if not text:
         return Redaction(text, ())
     hits: list[_Hit] = []
+    markers = _Markers(text) if "[REDACTED:" in text else None
     if "PRIVATE KEY" in text:
         _find_pem(text, hits)
     low = text.lower()
@@ -100,36 +142,99 @@ def redact(text: str) -> Redaction:
         # A few non-ASCII characters lower-case to two; keep indexes aligned by lowering
         # ASCII only (every trigger and on_lower pattern is ASCII).
         low = _ASCII_UPPER.sub(lambda m: m.group().lower(), text)
-    for start, end in _windows(text):
-        _scan(text, low, start, end, hits)
+    for start, end, owned in _windows(text):
+        _scan(text, low, start, end, owned, hits=hits, markers=markers)
     if not hits:
         return Redaction(text, ())
-    return _apply(text, hits)
+    return _apply(text, hits, markers)
 
 
-def _windows(text: str) -> Iterator[tuple[int, int]]:
-    """Yield ``(start, end)`` windows covering ``text`` with at least the overlap.
+def _splice(text: str, findings: list[Finding]) -> str:
+    """``text`` with every finding (sorted, disjoint) replaced by its marker."""
+    parts: list[str] = []
+    pos = 0
+    for f in findings:
+        parts += (text[pos : f.start], marker(f.kind))
+        pos = f.end
+    parts.append(text[pos:])
+    return "".join(parts)
 
-    The next window starts at most ``WINDOW_OVERLAP`` before the current end, preferably
-    at the start of a line, so a match that starts before it ends inside this window.
+
+def _layout(
+    text: str, findings: list[Finding]
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Where the redacted text came from: ``(out_start, orig_start)`` of each verbatim run,
+    and the span in the redacted text of each finding's marker."""
+    runs: list[tuple[int, int]] = []
+    spans: list[tuple[int, int]] = []
+    out_pos = orig_pos = 0
+    for f in findings:
+        runs.append((out_pos, orig_pos))
+        out_pos += f.start - orig_pos
+        width = len(marker(f.kind))
+        spans.append((out_pos, out_pos + width))
+        out_pos += width
+        orig_pos = f.end
+    runs.append((out_pos, orig_pos))
+    return runs, spans
+
+
+def _to_original(runs: list[tuple[int, int]], out_index: int) -> int:
+    """Map an index of the redacted text, outside every marker, to the original text."""
+    i = bisect_right(runs, (out_index, sys.maxsize)) - 1
+    out_start, orig_start = runs[i]
+    return orig_start + (out_index - out_start)
+
+
+def _regions(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The whole lines around ``spans``, followed over backslash continuations, merged."""
+    regions: list[tuple[int, int]] = []
+    for s, e in spans:  # sorted, so a span inside the last region needs no search
+        if regions and e <= regions[-1][1]:
+            continue
+        start = text.rfind("\n", 0, s) + 1
+        floor = max(0, s - _CONTINUATION_MAX)
+        while start >= 2 and text[start - 2] == "\\" and start > floor:
+            start = text.rfind("\n", 0, start - 1) + 1
+        end = text.find("\n", e)
+        ceiling = e + _CONTINUATION_MAX
+        while end != -1 and end > 0 and text[end - 1] == "\\" and end < ceiling:
+            end = text.find("\n", end + 1)
+        end = len(text) if end == -1 else end
+        if regions and start <= regions[-1][1]:
+            regions[-1] = (regions[-1][0], max(regions[-1][1], end))
+        else:
+            regions.append((start, end))
+    return regions
+
+
+def _windows(text: str) -> Iterator[tuple[int, int, int]]:
+    """Yield ``(start, end, owned)`` windows covering ``text`` with at least the overlap.
+
+    The next window starts at ``owned``, at most ``WINDOW_OVERLAP`` before the current
+    end and preferably at the start of a line, so a match that starts before ``owned``
+    ends inside this window; matches starting at ``owned`` or later are the next
+    window's, which spares scanning the overlap twice.
     """
     n = len(text)
     start = 0
     while True:
         end = min(n, start + MAX_INPUT_CHARS)
-        yield start, end
         if end >= n:
+            yield start, end, end
             return
         limit = end - WINDOW_OVERLAP
         newline = text.rfind("\n", limit - _LINE_SLACK, limit)
-        start = newline + 1 if newline != -1 else limit
+        owned = newline + 1 if newline != -1 else limit
+        yield start, end, owned
+        start = owned
 
 
 def _boundary_ok(text: str, i: int) -> bool:
-    """Whether a token may start at ``i``: not glued to a preceding letter or digit.
+    """Whether a command word may start at ``i``: not glued to a letter or digit before it.
 
     A JSON/C escape (``\\n``, ``\\t``, ``\\r``) right before counts as a boundary, so a
-    token inside an escaped multi-line string is still found.
+    command inside an escaped multi-line string is still found.
     """
     if i == 0:
         return True
@@ -139,7 +244,18 @@ def _boundary_ok(text: str, i: int) -> bool:
     return prev in "ntr" and i >= 2 and text[i - 2] == "\\"
 
 
-def _scan(text: str, low: str, start: int, end: int, hits: list[_Hit]) -> None:
+def _scan(
+    text: str,
+    low: str,
+    start: int,
+    end: int,
+    owned: int,
+    *,
+    hits: list[_Hit],
+    markers: _Markers | None,
+) -> None:
+    """Run every triggered rule over the matches that start in ``text[start:owned]`` (and
+    end by ``end``), appending hits."""
     # Trigger words pay off on short text (most lines have none); on a long window nearly
     # every rule triggers anyway and one search per trigger would cost more than the
     # rules, whose scans jump between literal prefixes.
@@ -153,28 +269,75 @@ def _scan(text: str, low: str, start: int, end: int, hits: list[_Hit]) -> None:
             else:
                 continue
         subject = low if rule.on_lower else text
-        for m in rule.pattern.finditer(subject, start, end):
-            if rule.boundary and not _boundary_ok(text, m.start()):
+        if rule.within is None:
+            _collect(rule, text, subject, start, end, owned, hits=hits, markers=markers)
+            continue
+        pos = start
+        while True:
+            command = rule.pattern.search(subject, pos, end)
+            if command is None or command.start() >= owned:
+                break
+            pos = command.end()
+            if rule.boundary and not _boundary_ok(text, command.start()):
                 continue
-            if rule.groups:
-                for group in rule.groups:
-                    s = m.start(group)
-                    if s != -1:
-                        e = m.end(group)
-                        break
-                else:  # pragma: no cover - every rule's groups are alternatives
-                    continue
-            else:
-                s, e = m.span()
-            if is_placeholder(text[s:e]):
+            segment = SEGMENT.match(text, pos, end)
+            seg_end = segment.end() if segment is not None else pos
+            _collect(
+                rule, text, subject, pos, seg_end, seg_end, hits=hits, markers=markers, inner=True
+            )
+            pos = max(pos, seg_end)
+
+
+def _collect(
+    rule: Rule,
+    text: str,
+    subject: str,
+    pos: int,
+    end: int,
+    owned: int,
+    *,
+    hits: list[_Hit],
+    markers: _Markers | None,
+    inner: bool = False,
+) -> None:
+    """Validate the matches of one rule in ``subject[pos:end]`` that start before
+    ``owned`` and append their spans.
+
+    ``inner`` runs the rule's ``within`` pattern (a command rule's segment).
+    """
+    pattern = rule.within if inner and rule.within is not None else rule.pattern
+    covered = -1  # end of this rule's last hit: a match inside it changes nothing
+    while True:
+        m = pattern.search(subject, pos, end)
+        if m is None or m.start() >= owned:
+            return
+        pos = m.end()
+        if rule.groups:
+            # the secret's group is the last one a rule's pattern closes (a test checks it)
+            group = m.lastgroup
+            if group not in rule.groups:
                 continue
-            if rule.check is not None and not rule.check(text, m, s, e):
-                continue
-            if rule.extend is not None and e == m.end():
-                tail = rule.extend.match(text, e)
-                if tail is not None:
-                    e = tail.end()
-            hits.append((s, e, rule.priority, rule.kind))
+            s, e = m.span(group)
+        else:
+            s, e = m.span()
+        if e <= covered:
+            continue
+        if markers is not None and markers.overlaps(s, e):
+            # a value made of or next to marker text is already redacted: keep markers whole
+            if rule.rescan:
+                pos = max(m.start() + 1, s)
+            continue
+        # the rule's own check first: it rejects most candidates more cheaply
+        if (rule.check is not None and not rule.check(text, m, s, e)) or is_placeholder(text[s:e]):
+            if rule.rescan:
+                pos = max(m.start() + 1, s)
+            continue
+        if rule.extend is not None and e == m.end():
+            tail = rule.extend.match(text, e)
+            if tail is not None:
+                e = tail.end()
+        hits.append((s, e, rule.priority, rule.kind))
+        covered = e
 
 
 def _find_pem(text: str, hits: list[_Hit]) -> None:
@@ -198,10 +361,10 @@ def _find_pem(text: str, hits: list[_Hit]) -> None:
         pos = end
 
 
-def _apply(text: str, hits: list[_Hit]) -> Redaction:
+def _apply(text: str, hits: list[_Hit], markers: _Markers | None) -> Redaction:
     """Merge overlapping hits (outer span, most specific kind) and splice in markers."""
-    if "[REDACTED:" in text:
-        hits = _outside_markers(text, hits)
+    if markers is not None:
+        hits = _outside_markers(markers, hits)
         if not hits:
             return Redaction(text, ())
     hits.sort()
@@ -226,22 +389,19 @@ def _apply(text: str, hits: list[_Hit]) -> Redaction:
     return Redaction("".join(parts), tuple(findings))
 
 
-def _outside_markers(text: str, hits: list[_Hit]) -> list[_Hit]:
+def _outside_markers(markers: _Markers, hits: list[_Hit]) -> list[_Hit]:
     """Cut existing marker spans out of every hit, keeping what lies outside them.
 
-    Markers never overlap each other, so for each hit the markers it touches are a
-    contiguous run found by bisection.
+    Rule hits never overlap a marker (``_collect`` drops those); a PEM block without its
+    END line may run over one, and its key material on either side must still go.
     """
-    markers = [m.span() for m in MARKER_RE.finditer(text)]
-    if not markers:
-        return hits
-    ends = [me for _ms, me in markers]
+    spans = markers.spans
     out: list[_Hit] = []
     for s, e, priority, kind in hits:
-        i = bisect_right(ends, s)
+        i = bisect_right(markers.ends, s)
         pos = s
-        while i < len(markers) and markers[i][0] < e:
-            ms, me = markers[i]
+        while i < len(spans) and spans[i][0] < e:
+            ms, me = spans[i]
             if pos < ms:
                 out.append((pos, ms, priority, kind))
             pos = max(pos, me)
@@ -249,3 +409,18 @@ def _outside_markers(text: str, hits: list[_Hit]) -> list[_Hit]:
         if pos < e:
             out.append((pos, e, priority, kind))
     return out
+
+
+class _Markers:
+    """The spans of the ``[REDACTED:kind]`` markers already in a text."""
+
+    __slots__ = ("ends", "spans")
+
+    def __init__(self, text: str) -> None:
+        self.spans = [m.span() for m in MARKER_RE.finditer(text)]
+        self.ends = [end for _start, end in self.spans]
+
+    def overlaps(self, start: int, end: int) -> bool:
+        """Whether ``[start, end)`` shares or touches a character of a marker."""
+        i = bisect_right(self.ends, start - 1)
+        return i < len(self.spans) and self.spans[i][0] <= end

@@ -73,7 +73,7 @@ class Filters:
     project: str | None = None
     sources: tuple[Source, ...] | None = None
     types: tuple[MemoryType, ...] | None = None
-    states: tuple[MemoryState, ...] = (MemoryState.ACTIVE, MemoryState.FADING)
+    states: tuple[MemoryState, ...] | None = (MemoryState.ACTIVE, MemoryState.FADING)
     since: datetime | None = None
     until: datetime | None = None
     min_salience: float | None = None

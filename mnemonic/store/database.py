@@ -15,8 +15,8 @@ import re
 import shutil
 import sqlite3
 from collections.abc import Awaitable, Callable
-from functools import partial
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TypeVar, cast
 
@@ -174,8 +174,8 @@ async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connectio
     aiosqlite exposes this only as ``_execute``; it is the same mechanism its public
     methods use, and it lets a whole unit of work run without a hop per statement.
     """
-    run = cast(Callable[..., Awaitable[T]], conn._execute)  # noqa: SLF001
-    return await run(fn, conn._conn)  # noqa: SLF001
+    run = cast(Callable[..., Awaitable[T]], conn._execute)
+    return await run(fn, conn._conn)
 
 
 def _in_transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:

@@ -354,11 +354,13 @@ class SQLiteStore(_VectorMaintenance):
 
         def work(conn: sqlite3.Connection) -> list[Association]:
             rows = conn.execute(
+                # CROSS JOIN pins the join order: edges of the frontier first, then their
+                # other ends. Left to itself the planner scans the whole project instead.
                 "SELECT a.source_seq, a.target_seq, a.relation, a.strength FROM associations a"
-                f" JOIN memories m ON m.seq = a.target_seq WHERE a.source_seq IN ({marks})"
+                f" CROSS JOIN memories m ON m.seq = a.target_seq WHERE a.source_seq IN ({marks})"
                 f" AND {where} UNION ALL "
                 "SELECT a.target_seq, a.source_seq, a.relation, a.strength FROM associations a"
-                f" JOIN memories m ON m.seq = a.source_seq WHERE a.target_seq IN ({marks})"
+                f" CROSS JOIN memories m ON m.seq = a.source_seq WHERE a.target_seq IN ({marks})"
                 f" AND {where}",
                 [*seqs, *params, *seqs, *params],
             ).fetchall()
@@ -378,8 +380,8 @@ class SQLiteStore(_VectorMaintenance):
                 cur = conn.execute(
                     "UPDATE associations SET strength = max(0.05, min(1.0, strength + ?)),"
                     " activation_count = activation_count + 1, updated_at = ?"
-                    " WHERE (source_seq = ? AND target_seq = ?) OR (source_seq = ? AND target_seq = ?)",
-                    (delta, now, a, b, b, a),
+                    " WHERE source_seq = ? AND target_seq = ?",  # pairs are stored low-high
+                    (delta, now, min(a, b), max(a, b)),
                 )
                 changed += cur.rowcount
             return changed

@@ -351,7 +351,7 @@ def http_lines(g: Gen) -> str:
         f'curl -H "Authorization: Bearer $TOKEN" https://{domain}/v1/{res}',
         f'curl -H "Authorization: Bearer ${{GITHUB_TOKEN}}" https://api.github.com/repos/'
         f"{g.pick(ORGS)}/{g.pick(REPOS)}",
-        f'curl -H "Authorization: token <your-token>" https://api.github.com/user',
+        'curl -H "Authorization: token <your-token>" https://api.github.com/user',
         f"curl -I https://{domain}/",
         f"curl -fsSL https://{domain}/install.sh | sh",
         f"wget https://{domain}/releases/{g.pick(REPOS)}-{g.ver()}.tar.gz",
@@ -391,11 +391,12 @@ def log_lines(g: Gen) -> str:
         f'  File "/app/{g.pick(PATHS)}", line {g.num(1, 900)}, in {g.pick(FUNCS)}',
         f"KeyError: '{g.pick(WORDS)}'",
         f"{g.timestamp()} INFO token refreshed for user_id={g.num(1, 99999)} expires_in=3600",
-        f"{g.timestamp()} WARN invalid password attempt for user {g.pick(USERS)} from 10.0.{g.num(0, 255)}"
-        f".{g.num(0, 255)}",
+        f"{g.timestamp()} WARN invalid password attempt for user {g.pick(USERS)}"
+        f" from 10.0.{g.num(0, 255)}.{g.num(0, 255)}",
         f'{{"level":"info","ts":"{g.timestamp()}","msg":"cache hit","key":"user:{g.num(1, 9999)}",'
         f'"trace_id":"{g.hex(32)}"}}',
-        f"{g.timestamp()} DEBUG span_id={g.hex(16)} trace_id={g.hex(32)} duration={g.num(1, 999)}ms",
+        f"{g.timestamp()} DEBUG span_id={g.hex(16)} trace_id={g.hex(32)}"
+        f" duration={g.num(1, 999)}ms",
         f"{g.timestamp()} INFO deployed {svc}@{g.sha7()} to {g.pick(NAMESPACES)}",
         f"AssertionError: assert {g.num(0, 500)} == {g.num(0, 500)}",
         f"FAILED tests/test_{svc}.py::test_{g.ident()} - TimeoutError",
@@ -403,7 +404,8 @@ def log_lines(g: Gen) -> str:
         f"npm WARN deprecated {g.pick(NPM_PKGS)}@{g.ver()}: this version is no longer supported",
         f"{g.timestamp()} INFO session {g.uuid()} started for {g.pick(USERS)}",
         f"{g.timestamp()} INFO password reset email sent to {g.pick(USERS)}@{g.pick(DOMAINS)}",
-        f"{g.timestamp()} ERROR auth: token expired (kid={g.hex(8)}, exp={g.num(1700000000, 1800000000)})",
+        f"{g.timestamp()} ERROR auth: token expired (kid={g.hex(8)},"
+        f" exp={g.num(1700000000, 1800000000)})",
         f"Successfully installed {g.pick(PKGS)}-{g.ver()} {g.pick(PKGS)}-{g.ver()}",
     ]
     return g.pick(options)
@@ -437,17 +439,17 @@ def code_lines(g: Gen) -> str:
         f"export function use{camel}(key: string): {camel} {{",
         "const { data, error } = useSWR(key, fetcher);",
         f"@pytest.mark.parametrize('key', ['{g.pick(WORDS)}', '{g.pick(WORDS)}'])",
-        f"    {ident}_key = f\"{{user.id}}:{{{ident}}}\"",
+        f'    {ident}_key = f"{{user.id}}:{{{ident}}}"',
         "client = OpenAI(api_key=settings.openai_api_key)",
         "conn = psycopg.connect(host=host, user=user, password=password, dbname=db)",
         "token: ${{ secrets.GITHUB_TOKEN }}",
         "        password: ${{ secrets.REGISTRY_PASSWORD }}",
-        f"    key: ${{{{ runner.os }}}}-pip-${{{{ hashFiles('**/requirements.txt') }}}}",
+        "    key: ${{ runner.os }}-pip-${{ hashFiles('**/requirements.txt') }}",
         f"{camel}{g.camel()}Factory",
         f"test_{ident}_when_{g.ident()}_returns_{g.pick(['none', 'error', 'empty_list'])}",
-        f"<img src=\"data:image/png;base64,{g.b64(150)}\" alt=\"logo\">",
+        f'<img src="data:image/png;base64,{g.b64(150)}" alt="logo">',
         f'<script src="/static/js/main.{g.hex(8)}.chunk.js"></script>',
-        f"    id = \"{g.uuid()}\"",
+        f'    id = "{g.uuid()}"',
         f'  "{ident}": "{g.uuid()}",',
         f"{ident.upper()}_ID={g.uuid()}",
         f"TRACE_ID={g.hex(32)}",
@@ -459,7 +461,7 @@ def code_lines(g: Gen) -> str:
         "-----BEGIN CERTIFICATE-----",
         "-----BEGIN PUBLIC KEY-----",
         '<input type="password" name="password" autocomplete="current-password">',
-        f"    if not secrets.compare_digest(token, expected):",
+        "    if not secrets.compare_digest(token, expected):",
         f"    password: str = Field(..., min_length={g.num(8, 16)})",
         'echo "SGVsbG8sIHdvcmxkIQ==" | base64 -d',
     ]
@@ -553,7 +555,7 @@ def main() -> None:
     lines = generate()
     OUTPUT.parent.mkdir(parents=True, exist_ok=True)
     OUTPUT.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print(f"wrote {len(lines)} lines to {OUTPUT}")  # noqa: T201 - a script's report
+    print(f"wrote {len(lines)} lines to {OUTPUT}")
 
 
 if __name__ == "__main__":

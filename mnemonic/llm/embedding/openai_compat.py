@@ -44,7 +44,7 @@ class OpenAICompatibleEmbedder:
     set under a lock, so concurrent ``embed`` calls are fine.
     """
 
-    def __init__(  # noqa: PLR0917 - the agreed signature; callers may pass these positionally
+    def __init__(
         self,
         base_url: str,
         model: str,
@@ -105,7 +105,7 @@ class OpenAICompatibleEmbedder:
         return _normalise(raw, self._where)
 
     def _request(self, batch: list[str]) -> Any:
-        import openai  # noqa: PLC0415 - the SDK is heavy; only this provider needs it
+        import openai
 
         headers: dict[str, str | openai.Omit] = {}
         if not self._api_key:
@@ -178,7 +178,7 @@ def _check_settings(
 
 def _make_client(base_url: str, api_key: str | None, timeout: float, max_retries: int) -> OpenAI:
     try:
-        from openai import OpenAI  # noqa: PLC0415 - the SDK is heavy; only this provider needs it
+        from openai import OpenAI
     except ImportError as exc:
         raise EmbeddingError("the openai package is not installed") from exc
     return OpenAI(

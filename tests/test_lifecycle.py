@@ -1,0 +1,98 @@
+"""Restarts: unfinished encoding resumes, and a model change re-embeds in the background."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+
+from support.openai_server import OpenAIServer
+
+from mnemonic.app.service import RecallRequest, RememberInput
+from mnemonic.config import load_config
+from mnemonic.daemon import Daemon
+from mnemonic.llm.embedding.onnx import OnnxEmbedder
+from mnemonic.llm.embedding.openai_compat import OpenAICompatibleEmbedder
+from mnemonic.paths import Paths
+from mnemonic.store.models import RawStatus
+
+NOTES = [
+    "The release train leaves every second Thursday.",
+    "Grafana dashboards live in the observability repo.",
+    "We decided to drop Python 3.10 support in March.",
+    "The flaky test is test_upload_resume on macOS runners.",
+]
+
+
+def test_memories_stored_but_not_embedded_are_encoded_after_restart(
+    paths: Paths, embedder: OnnxEmbedder
+) -> None:
+    async def first_run() -> list[str]:
+        # a batch window far longer than the run: the worker never gets to embed
+        cfg = load_config(None, encoding={"batch_wait_ms": 600_000, "batch_max": 1000})
+        daemon = Daemon(cfg, paths, "t", embedder=embedder)
+        await daemon.start()
+        done = await daemon.service.remember_batch([RememberInput(n) for n in NOTES])
+        assert {d.status for d in done} == {RawStatus.ACCEPTED}
+        await daemon.stop()
+        return [d.raw_id for d in done]
+
+    raw_ids = asyncio.run(first_run())
+    with sqlite3.connect(paths.database) as conn:
+        assert conn.execute("SELECT count(*) FROM memories WHERE embedded = 0").fetchone()[0] == 4
+
+    async def second_run() -> None:
+        daemon = Daemon(load_config(None), paths, "t", embedder=embedder)
+        await daemon.start()
+        await asyncio.wait_for(daemon.worker.wait_idle(), 30)
+        for raw_id in raw_ids:
+            raw = await daemon.service.get_raw(raw_id)
+            assert raw.status is RawStatus.ENCODED
+        answer = await daemon.service.recall(RecallRequest("when is the release train"))
+        assert answer.results[0].memory.content == NOTES[0]
+        assert answer.results[0].signals.vector_rank == 1
+        await daemon.stop()
+
+    asyncio.run(second_run())
+
+
+def test_model_change_reembeds_in_background_and_health_says_so(
+    paths: Paths, embedder: OnnxEmbedder
+) -> None:
+    async def first_run() -> None:
+        daemon = Daemon(load_config(None), paths, "t", embedder=embedder)
+        await daemon.start()
+        await daemon.service.remember_batch([RememberInput(n) for n in NOTES], wait=True)
+        await daemon.stop()
+
+    asyncio.run(first_run())
+
+    with OpenAIServer(embedding_dim=24) as server:
+        other = OpenAICompatibleEmbedder(server.base_url, "hash-embed", api_key="k", dim=24)
+
+        async def second_run() -> None:
+            daemon = Daemon(load_config(None), paths, "t", embedder=other)
+            await daemon.start()
+            health = await daemon.health()
+            assert health["embedding"]["model"] == "openai:hash-embed"
+            assert health["embedding"]["dim"] == 24
+            deadline = time.monotonic() + 30
+            while daemon.reembed_progress.running or daemon.reembed_progress.done < 4:
+                assert time.monotonic() < deadline, daemon.reembed_progress
+                await asyncio.sleep(0.05)
+            health = await daemon.health()
+            assert health["status"] == "ok"
+            assert health["embedding"]["reembedding"] == {"running": False, "done": 4, "total": 4}
+            assert health["vector_index"]["vectors"] == 4
+            answer = await daemon.service.recall(RecallRequest("grafana dashboards repo"))
+            assert answer.results[0].memory.content == NOTES[1]
+            assert answer.results[0].signals.vector_rank is not None
+            await daemon.stop()
+
+        asyncio.run(second_run())
+    with sqlite3.connect(paths.database) as conn:
+        models = conn.execute("SELECT DISTINCT model, dim FROM memory_vectors").fetchall()
+        meta = dict(conn.execute("SELECT key, value FROM system_meta").fetchall())
+    assert models == [("openai:hash-embed", 24)]
+    assert meta["embedding_model"] == "openai:hash-embed"
+    assert meta["embedding_dim"] == "24"
