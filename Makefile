@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 
-.PHONY: run test lint typecheck unit install dev bench-locomo bench-latency clean
+.PHONY: run test lint typecheck unit install dev bench-locomo bench-latency bench-embedding bench-redact clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,12 @@ bench-locomo: dev
 
 bench-latency: dev
 	$(BIN)/python bench/latency.py
+
+bench-embedding: dev
+	$(BIN)/python bench/embedding.py
+
+bench-redact: dev
+	$(BIN)/python bench/redact.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

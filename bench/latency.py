@@ -31,11 +31,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -689,7 +690,16 @@ async def fill_direct(
     started = time.perf_counter()
     done = 0
     try:
-        for batch, encoded in pool.imap(_encode_chunk, _chunks(n, seed)):
+        # At most three chunks in flight, so an early stop never leaves a feeder thread
+        # blocked on a full pipe (Pool.imap over a generator + terminate() deadlocks).
+        chunks = _chunks(n, seed)
+        inflight: deque[multiprocessing.pool.AsyncResult[tuple[list[Item], list[Any]]]] = deque()
+        for chunk in islice(chunks, 3):
+            inflight.append(pool.apply_async(_encode_chunk, (chunk,)))
+        while inflight:
+            batch, encoded = inflight.popleft().get()
+            for chunk in islice(chunks, 1):
+                inflight.append(pool.apply_async(_encode_chunk, (chunk,)))
             prepared = [
                 (
                     NewRaw(it.content, Source(it.source), it.project, it.timestamp),
@@ -768,8 +778,12 @@ def run_million(n: int, links: int, max_minutes: float, keep: bool) -> dict[str,
             row["cold_empty_s"] = d.cold_s
             row["rss_empty_mb"] = rss_mb(d.pid)[0]
         # The pool forks before any thread exists (aiosqlite starts one per connection).
-        with multiprocessing.get_context("fork").Pool(2) as pool:
+        pool = multiprocessing.get_context("fork").Pool(2)
+        try:
             row["direct_fill"] = asyncio.run(fill_direct(home, n, links, max_minutes, pool))
+        finally:
+            pool.close()  # not terminate(): the workers finish the chunks in flight and exit
+            pool.join()
         with daemon(home) as d:  # association count of the fill, before our own writes
             row["cold_filled_s"] = d.cold_s
             h = health(d.client)

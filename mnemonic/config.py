@@ -107,6 +107,9 @@ class EncodingConfig(_Section):
 class RecallConfig(_Section):
     fts_candidates: int = Field(60, ge=1, le=1000, description="BM25 entry points per query.")
     vector_candidates: int = Field(60, ge=1, le=1000, description="Vector entry points.")
+    fts_match_budget: int = Field(
+        8000, ge=100, description="Work bound: rows BM25 may rank; commonest terms go first."
+    )
     fusion: Literal["linear", "rrf"] = Field(
         "linear", description="linear = weighted min-max scores; rrf = reciprocal-rank fusion."
     )

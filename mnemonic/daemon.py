@@ -176,6 +176,7 @@ class Daemon:
 
     async def stop(self, grace_s: float = 5.0) -> None:
         self.ready = False
+        await self.service.drain()
         for task in reversed(self._tasks):
             task.cancel()
         if self._tasks:

@@ -43,6 +43,7 @@ from mnemonic.store.vector_index import VectorIndex
 from mnemonic.timeutil import new_id
 
 Redactor = Callable[[str], str]
+_INLINE_BATCH = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +104,8 @@ class MemoryService:
         self._redact = redact
         self._clock = clock
         self._waiters: dict[str, asyncio.Future[EncodeResult]] = {}
+        # query id -> the write that records it; recall answers without waiting for it
+        self._recording: dict[str, asyncio.Task[None]] = {}
 
     # ---- writes -------------------------------------------------------------------------
     def on_encoded(self, result: EncodeResult) -> None:
@@ -119,7 +122,11 @@ class MemoryService:
     ) -> list[Remembered]:
         """Redact, encode heuristically, store (searchable by full text on return), then
         hand the new memories to the encoder for vectors and links."""
-        prepared = [self._prepare(item) for item in items]
+        if len(items) > _INLINE_BATCH:
+            # ~0.3 ms of pure Python per item: a big batch would stall every other request
+            prepared = await asyncio.to_thread(lambda: [self._prepare(i) for i in items])
+        else:
+            prepared = [self._prepare(item) for item in items]
         step = self._cfg.encoding.reinforce_step
         accepted = await self._ingest.accept(prepared, step)
         pending = [
@@ -219,18 +226,29 @@ class MemoryService:
             result_ids=tuple(s.memory.id for s in outcome.results),
             edges=tuple(outcome.edges),
         )
-        await self._feedback.record_query(
-            record,
-            _filters_json(filters),
-            took_ms,
-            [s.memory.seq for s in outcome.results],
+        # Recording waits for the writer, which an ingest batch may hold: the answer does not.
+        task = asyncio.create_task(
+            self._feedback.record_query(
+                record, _filters_json(filters), took_ms, [s.memory.seq for s in outcome.results]
+            ),
+            name=f"mnemonic:record-query:{record.id}",
         )
+        self._recording[record.id] = task
+        task.add_done_callback(lambda _: self._recording.pop(record.id, None))
         return RecallAnswer(record.id, outcome.results, took_ms)
+
+    async def drain(self) -> None:
+        """Wait for background query records (called by the daemon before it stops)."""
+        if self._recording:
+            await asyncio.gather(*list(self._recording.values()), return_exceptions=True)
 
     async def feedback(
         self, query_id: str, quality: Quality, memory_ids: Sequence[str] | None = None
     ) -> int:
         """Move the rated memories' utility (bounded) and the links that led to them."""
+        pending = self._recording.get(query_id)
+        if pending is not None:
+            await pending
         record = await self._feedback.get_query(query_id)
         if record is None:
             raise NotFoundError("query", query_id)

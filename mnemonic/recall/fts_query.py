@@ -9,6 +9,7 @@ wants; stopwords are dropped unless nothing else is left.
 from __future__ import annotations
 
 from mnemonic.encoding.text import STOPWORDS, words
+from mnemonic.store.sqlite import fts_phrase
 
 MAX_TERMS = 32
 
@@ -26,8 +27,8 @@ def query_terms(text: str) -> list[str]:
 
 
 def to_match(text: str) -> str | None:
-    """The MATCH expression for ``text``, or None when it holds no searchable term."""
+    """The MATCH expression for ``text`` (all terms OR-ed), or None when it has none."""
     terms = query_terms(text)
     if not terms:
         return None
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    return " OR ".join(fts_phrase(term) for term in terms)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from mnemonic.config import RecallConfig
 from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.recall.activation import SpreadSettings, spread
-from mnemonic.recall.fts_query import to_match
+from mnemonic.recall.fts_query import query_terms
 from mnemonic.recall.fusion import linear, rrf
 from mnemonic.recall.mmr import mmr_order
 from mnemonic.recall.ranking import Scored, Signals, score
@@ -110,10 +110,10 @@ class Recaller:
         return RecallOutcome(results=results, edges=edges, candidates=len(relevance))
 
     async def _full_text(self, query: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
-        match = to_match(query)
-        if match is None:
+        terms = query_terms(query)
+        if not terms:
             return []
-        return await self._search.full_text(match, filters, limit)
+        return await self._search.full_text(terms, filters, limit, self._cfg.fts_match_budget)
 
     async def _nearest(self, query: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
         vectors = await asyncio.to_thread(self._embedder.embed, [query])

@@ -121,7 +121,7 @@ class MemoryStore(Protocol):
 
 class SearchStore(Protocol):
     async def full_text(
-        self, match: str, filters: Filters, limit: int
+        self, terms: Sequence[str], filters: Filters, limit: int, match_budget: int
     ) -> list[tuple[int, float]]: ...
 
 

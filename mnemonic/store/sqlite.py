@@ -329,11 +329,23 @@ class SQLiteStore(_VectorMaintenance):
         return await self.db.run_read(work)
 
     # ---- search -----------------------------------------------------------------------------
-    async def full_text(self, match: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
-        """BM25 hits as (seq, score) with higher = better. ``match`` must be sanitised."""
+    async def full_text(
+        self, terms: Sequence[str], filters: Filters, limit: int, match_budget: int
+    ) -> list[tuple[int, float]]:
+        """BM25 hits for any of ``terms`` as (seq, score), higher = better.
+
+        Ranking costs about 3 µs per matching row (measured at 100k memories: 111 ms for a
+        query whose common words matched 30k rows). When the terms' document frequencies
+        add up to more than ``match_budget``, the commonest terms (the lowest IDF, so the
+        least say in BM25) are dropped first; the rarest term always stays.
+        """
         where, params = filter_sql(filters)
 
         def work(conn: sqlite3.Connection) -> list[tuple[int, float]]:
+            kept = _within_budget(conn, list(terms), match_budget)
+            if not kept:
+                return []
+            match = " OR ".join(fts_phrase(t) for t in kept)
             rows = conn.execute(
                 "SELECT f.rowid AS seq, bm25(memories_fts, 1.0, 0.5, 0.5, 0.5) AS rank"
                 " FROM memories_fts f JOIN memories m ON m.seq = f.rowid"
@@ -479,6 +491,26 @@ class SQLiteStore(_VectorMaintenance):
             )
 
         await self.db.run_write(work)
+
+
+def fts_phrase(term: str) -> str:
+    """A term as an FTS5 string: quoted, so FTS syntax inside it is plain text."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _within_budget(conn: sqlite3.Connection, terms: list[str], budget: int) -> list[str]:
+    if len(terms) < 2:
+        return terms
+    df = {
+        t: conn.execute(
+            "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (fts_phrase(t),)
+        ).fetchone()[0]
+        for t in terms
+    }
+    kept = sorted((t for t in terms if df[t] > 0), key=lambda t: df[t])
+    while len(kept) > 1 and sum(df[t] for t in kept) > budget:
+        kept.pop()
+    return kept
 
 
 def _accept_one(

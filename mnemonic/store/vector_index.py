@@ -56,6 +56,9 @@ class VectorIndex:
         self._salience = np.zeros(capacity, dtype=np.float32)
         self._row: dict[int, int] = {}
         self._projects: dict[str, int] = {}
+        # rows of each project, so a project-scoped query scans its own rows only
+        self._project_rows: dict[int, list[int]] = {}
+        self._project_arrays: dict[int, npt.NDArray[np.int64]] = {}
 
     def __len__(self) -> int:
         return self._n
@@ -100,6 +103,9 @@ class VectorIndex:
                 row = self._n
                 self._n += 1
                 self._row[entry.seq] = row
+                code = self._project_code(entry.project)
+                self._project_rows.setdefault(code, []).append(row)
+                self._project_arrays.pop(code, None)
             self._vecs[row] = vector
             self._seqs[row] = entry.seq
             self._project[row] = self._project_code(entry.project)
@@ -160,13 +166,30 @@ class VectorIndex:
         n = self._n
         if n == 0 or k <= 0:
             return []
-        scores = self._vecs[:n] @ query.astype(np.float32, copy=False)
+        query = query.astype(np.float32, copy=False)
         mask = self._mask(filters)
-        allowed = int(mask.sum())
-        if allowed == 0:
+        rows = self._rows_of(filters.project) if filters and filters.project is not None else None
+        if rows is not None:
+            # one project's rows: a gather and a small product instead of the whole matrix
+            keep = rows[mask[rows]]
+            scores = self._vecs[keep] @ query
+        else:
+            keep = np.flatnonzero(mask)
+            scores = self._vecs[:n] @ query
+            scores = scores[keep]
+        if keep.size == 0:
             return []
-        scores = np.where(mask, scores, -np.inf)
-        k = min(k, allowed)
+        k = min(k, int(keep.size))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(self._seqs[i]), float(scores[i])) for i in top]
+        return [(int(self._seqs[keep[i]]), float(scores[i])) for i in top]
+
+    def _rows_of(self, project: str) -> npt.NDArray[np.int64]:
+        code = self._projects.get(project)
+        if code is None:
+            return np.zeros(0, dtype=np.int64)
+        cached = self._project_arrays.get(code)
+        if cached is None:
+            cached = np.asarray(self._project_rows.get(code, []), dtype=np.int64)
+            self._project_arrays[code] = cached
+        return cached
