@@ -776,6 +776,7 @@ def run_million(n: int, links: int, max_minutes: float, keep: bool) -> dict[str,
     try:
         with daemon(home) as d:  # creates the folders, the schema and the model metadata
             row["cold_empty_s"] = d.cold_s
+            row["code"] = [d.code]
             row["rss_empty_mb"] = rss_mb(d.pid)[0]
         # The pool forks before any thread exists (aiosqlite starts one per connection).
         pool = multiprocessing.get_context("fork").Pool(2)
@@ -954,12 +955,13 @@ def main() -> None:
                 )
             except TimeoutError as exc:
                 skipped.append(f"1M skipped: {exc}")
+    for r in rows:
+        r.get("ingest", {}).pop("health", None)
+    output = json.dumps({"machine": info, "rows": rows, "skipped": skipped}, indent=2, default=str)
+    if args.save:
+        args.save.write_text(output + "\n")
     if args.json:
-        for r in rows:
-            r.get("ingest", {}).pop("health", None)
-        print(
-            json.dumps({"machine": info, "rows": rows, "skipped": skipped}, indent=2, default=str)
-        )
+        print(output)
         return
     print(
         f"Machine: {info['cpu']}, {info['cores']} cores, {info['mem_total_mb']:,.0f} MB RAM,"

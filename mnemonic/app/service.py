@@ -274,10 +274,6 @@ class MemoryService:
     async def counts(self) -> dict[str, int]:
         return await self._memories.counts()
 
-    @property
-    def encoder_backlog(self) -> int:
-        return self._worker.backlog
-
 
 def _salience_table(raw: dict[str, float]) -> dict[MemoryType, float]:
     return {MemoryType(k): v for k, v in raw.items() if k in MemoryType._value2member_map_}

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import shutil
 import sqlite3
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -187,11 +186,3 @@ def _in_transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection],
         raise
     conn.execute("COMMIT")
     return result
-
-
-def copy_database(source: Path, target: Path) -> None:
-    """Copy a closed database file with its WAL (used by tests and benchmarks)."""
-    for suffix in ("", "-wal", "-shm"):
-        src = source.with_name(source.name + suffix)
-        if src.exists():
-            shutil.copy2(src, target.with_name(target.name + suffix))

@@ -275,20 +275,6 @@ class SQLiteStore(_VectorMaintenance):
 
         return await self.db.run_read(work)
 
-    async def context_of(self, seqs: Sequence[int]) -> dict[int, tuple[str, tuple[str, ...]]]:
-        """Content and concepts of memories, for the encoder's link typing."""
-        if not seqs:
-            return {}
-
-        def work(conn: sqlite3.Connection) -> dict[int, tuple[str, tuple[str, ...]]]:
-            rows = conn.execute(
-                f"SELECT seq, content, concepts FROM memories WHERE seq IN ({_placeholders(seqs)})",
-                list(seqs),
-            ).fetchall()
-            return {r["seq"]: (r["content"], tuple(json.loads(r["concepts"]))) for r in rows}
-
-        return await self.db.run_read(work)
-
     async def previous_in_project(self, project: str, before_seq: int) -> int | None:
         def work(conn: sqlite3.Connection) -> int | None:
             row = conn.execute(
