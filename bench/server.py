@@ -41,11 +41,14 @@ def running_daemon(
         )
         env.update(settings or {})
         started = time.perf_counter()
+        # stderr to a file, not a pipe nobody reads: 64 KB of logs would block the daemon
+        log_path = Path(tmp) / "daemon-stderr.log"
+        log_file = log_path.open("wb")
         proc = subprocess.Popen(
             [sys.executable, "-m", "mnemonic", "serve"],
             env=env,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=log_file,
         )
         client = httpx.Client(
             base_url=f"http://127.0.0.1:{port}",
@@ -53,7 +56,7 @@ def running_daemon(
             timeout=600,
         )
         try:
-            cold = _wait_healthy(client, proc, started)
+            cold = _wait_healthy(client, proc, started, log_path)
             yield client, cold
         finally:
             client.close()
@@ -62,13 +65,16 @@ def running_daemon(
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 proc.kill()
+            log_file.close()
 
 
-def _wait_healthy(client: httpx.Client, proc: subprocess.Popen[bytes], started: float) -> float:
+def _wait_healthy(
+    client: httpx.Client, proc: subprocess.Popen[bytes], started: float, log_path: Path
+) -> float:
     deadline = started + 120
     while time.perf_counter() < deadline:
         if proc.poll() is not None:
-            stderr = proc.stderr.read().decode() if proc.stderr else ""
+            stderr = log_path.read_text(errors="replace")
             raise RuntimeError(f"daemon exited with {proc.returncode}: {stderr[-2000:]}")
         try:
             if client.get("/api/v1/health").status_code == 200:
