@@ -265,7 +265,7 @@ class MemoryService:
         changed = await self._feedback.record_feedback(
             query_id, quality, rated, delta, (fb.utility_min, fb.utility_max)
         )
-        rated_seqs = {m.seq for m in [await self._memories.get(i) for i in rated] if m}
+        rated_seqs = set((await self._memories.seqs_of(rated)).values())
         edges = [e for e in record.edges if e[1] in rated_seqs]
         link_delta = fb.link_step if quality is not Quality.IRRELEVANT else -fb.link_step
         await self._associations.adjust_strength(edges, link_delta)

@@ -9,7 +9,7 @@ wants; stopwords are dropped unless nothing else is left.
 from __future__ import annotations
 
 from mnemonic.encoding.text import STOPWORDS, words
-from mnemonic.store.sqlite import fts_phrase
+from mnemonic.store.sqlite import match_any
 
 MAX_TERMS = 32
 
@@ -31,4 +31,4 @@ def to_match(text: str) -> str | None:
     terms = query_terms(text)
     if not terms:
         return None
-    return " OR ".join(fts_phrase(term) for term in terms)
+    return match_any(terms)

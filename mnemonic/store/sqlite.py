@@ -38,8 +38,6 @@ from mnemonic.store.models import (
 from mnemonic.store.vector_index import IndexEntry
 from mnemonic.timeutil import from_db, new_id, to_db, utcnow, when_text
 
-_LIVE = ("active", "fading")
-
 
 def _memory(row: sqlite3.Row) -> Memory:
     return Memory(
@@ -275,6 +273,20 @@ class SQLiteStore(_VectorMaintenance):
 
         return await self.db.run_read(work)
 
+    async def seqs_of(self, memory_ids: Sequence[str]) -> dict[str, int]:
+        """Internal keys of public ids (unknown ids are left out)."""
+        if not memory_ids:
+            return {}
+
+        def work(conn: sqlite3.Connection) -> dict[str, int]:
+            rows = conn.execute(
+                f"SELECT id, seq FROM memories WHERE id IN ({_placeholders(memory_ids)})",
+                list(memory_ids),
+            ).fetchall()
+            return {r["id"]: int(r["seq"]) for r in rows}
+
+        return await self.db.run_read(work)
+
     async def previous_in_project(self, project: str, before_seq: int) -> int | None:
         def work(conn: sqlite3.Connection) -> int | None:
             row = conn.execute(
@@ -331,7 +343,7 @@ class SQLiteStore(_VectorMaintenance):
             kept = _within_budget(conn, list(terms), match_budget)
             if not kept:
                 return []
-            match = " OR ".join(fts_phrase(t) for t in kept)
+            match = match_any(kept)
             rows = conn.execute(
                 "SELECT f.rowid AS seq, bm25(memories_fts, 1.0, 0.5, 0.5, 0.5) AS rank"
                 " FROM memories_fts f JOIN memories m ON m.seq = f.rowid"
@@ -482,6 +494,11 @@ class SQLiteStore(_VectorMaintenance):
 def fts_phrase(term: str) -> str:
     """A term as an FTS5 string: quoted, so FTS syntax inside it is plain text."""
     return '"' + term.replace('"', '""') + '"'
+
+
+def match_any(terms: Sequence[str]) -> str:
+    """An FTS5 MATCH expression for documents holding any of ``terms``."""
+    return " OR ".join(fts_phrase(term) for term in terms)
 
 
 def _within_budget(conn: sqlite3.Connection, terms: list[str], budget: int) -> list[str]:
