@@ -89,7 +89,19 @@ class EncodingConfig(_Section):
         50.0, ge=0, description="How long the encoder waits to fill a batch."
     )
     wait_timeout_s: float = Field(
-        10.0, gt=0, description="How long a write with wait=true waits before answering 202."
+        30.0, gt=0, description="How long a write with wait=true waits before answering 202."
+    )
+    queue_size: int = Field(
+        65536, ge=16, description="Announced memories the encoder's bus queue holds."
+    )
+    max_attempts: int = Field(
+        5, ge=1, le=100, description="Encoding attempts before a raw memory is marked failed."
+    )
+    retry_base_s: float = Field(
+        0.5, gt=0, le=60, description="Retry delay base; doubles per attempt, capped at 30 s."
+    )
+    sweep_interval_s: float = Field(
+        60.0, gt=0, description="How often the store is swept for memories left without a vector."
     )
     salience: dict[str, float] = Field(
         default_factory=lambda: {
@@ -189,6 +201,34 @@ class FeedbackConfig(_Section):
     link_step: float = Field(0.05, ge=0, le=1, description="Strength change of traversed links.")
 
 
+class EventsConfig(_Section):
+    queue_size: int = Field(1024, ge=16, description="Default bounded queue per bus subscriber.")
+    activity_size: int = Field(
+        500, ge=10, le=100_000, description="Recent events kept for /api/v1/activity."
+    )
+
+
+class WebSocketConfig(_Section):
+    max_clients: int = Field(16, ge=1, le=1024, description="Concurrent /ws clients allowed.")
+    queue_size: int = Field(
+        2048, ge=16, description="Events queued per client before the oldest are dropped."
+    )
+    ping_interval_s: float = Field(30.0, gt=0, description="Keep-alive ping interval.")
+    content_max_chars: int = Field(
+        500, ge=0, description="Longer content in streamed events is truncated to this."
+    )
+
+
+class AgentsConfig(_Section):
+    restart_initial_s: float = Field(
+        1.0, gt=0, description="First restart delay of a crashed agent."
+    )
+    restart_max_s: float = Field(60.0, gt=0, description="Longest restart delay (doubling).")
+    stop_timeout_s: float = Field(
+        1.5, gt=0, description="How long each agent gets to stop before shutdown moves on."
+    )
+
+
 class LoggingConfig(_Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "INFO", description="Log level; memory content is only logged at DEBUG."
@@ -216,6 +256,15 @@ class Config(BaseSettings):
     )
     feedback: FeedbackConfig = Field(
         default_factory=FeedbackConfig, description="How ratings move utility and link strengths."
+    )
+    events: EventsConfig = Field(
+        default_factory=EventsConfig, description="The in-process event bus."
+    )
+    websocket: WebSocketConfig = Field(
+        default_factory=WebSocketConfig, description="The /ws event stream."
+    )
+    agents: AgentsConfig = Field(
+        default_factory=AgentsConfig, description="Supervision of background agents."
     )
     logging: LoggingConfig = Field(
         default_factory=LoggingConfig, description="Logs (stderr and the log folder)."

@@ -4,27 +4,36 @@ the owner of every background task."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.routing import WebSocketRoute
 
 from mnemonic import __version__
+from mnemonic.agents.encoding import EncodingAgent
 from mnemonic.api.app import build_app
+from mnemonic.api.browse_routes import build_browse_routes
+from mnemonic.api.ws import EventStream
+from mnemonic.app.activity import ActivityLog
+from mnemonic.app.browse import BrowseService
 from mnemonic.app.reembed import ReembedProgress, reembed
 from mnemonic.app.service import MemoryService
 from mnemonic.config import Config, EmbeddingConfig, render_default_yaml
-from mnemonic.encoding.worker import EncodeResult, EncodingWorker
+from mnemonic.events.bus import EventBus
 from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.paths import Paths
 from mnemonic.recall.pipeline import Recaller
 from mnemonic.redact import redact
+from mnemonic.runtime.clock import SystemClock
+from mnemonic.runtime.schedule import PeriodicJob
+from mnemonic.runtime.supervisor import Agent, Supervisor
+from mnemonic.store.browse import SQLiteBrowser
 from mnemonic.store.database import Database
 from mnemonic.store.sqlite import SQLiteStore
 from mnemonic.store.vector_index import PATH_NAME, VectorIndex
@@ -86,26 +95,64 @@ def write_default_config(paths: Paths) -> None:
         paths.config_file.write_text(render_default_yaml(), encoding="utf-8")
 
 
+class _OneShot:
+    """A job that runs once under the supervisor (restarted only if it crashes)."""
+
+    def __init__(self, name: str, job: Callable[[], Awaitable[Any]], detail: Callable[[], Any]):
+        self.name = name
+        self._job = job
+        self._detail = detail
+
+    async def run(self) -> None:
+        await self._job()
+
+    def health(self) -> dict[str, Any]:
+        return {"progress": self._detail()}
+
+
 class Daemon:
     """Builds everything in ``start`` and tears it down in reverse in ``stop``."""
 
     def __init__(
-        self, cfg: Config, paths: Paths, token: str, embedder: EmbeddingProvider | None = None
+        self,
+        cfg: Config,
+        paths: Paths,
+        token: str,
+        embedder: EmbeddingProvider | None = None,
+        notices: Sequence[str] = (),
     ) -> None:
         self.cfg = cfg
         self.paths = paths
         self.token = token
+        self.notices = list(notices)  # degraded-at-start reasons, e.g. a database moved aside
         self.started_at = time.time()
         self.ready = False
         self.reembed_progress = ReembedProgress()
-        self._tasks: list[asyncio.Task[None]] = []
+        self.clock = SystemClock()
+        self.bus = EventBus()
         self.embedder = embedder or build_embedder(cfg.embedding)
         self.db = Database(paths.database, cfg.storage)
         self.store = SQLiteStore(self.db)
+        self.browser = SQLiteBrowser(self.db)
         self.index = VectorIndex(self.embedder.dim)
-        self.worker = EncodingWorker(
-            self.store, self.store, self.index, self.embedder, cfg.encoding, self._on_encoded
+        self.encoder = EncodingAgent(
+            self.bus.subscribe,
+            self.bus.publish,
+            self.store,
+            self.store,
+            self.index,
+            self.embedder,
+            cfg.encoding,
+            self.clock,
         )
+        self.supervisor = Supervisor(
+            self.bus.publish,
+            self.clock,
+            backoff_initial_s=cfg.agents.restart_initial_s,
+            backoff_max_s=cfg.agents.restart_max_s,
+        )
+        self.activity = ActivityLog(cfg.events.activity_size, cfg.websocket.content_max_chars)
+        self.stream = EventStream(self.bus.subscribe, cfg.websocket)
         recaller = Recaller(
             self.store, self.store, self.store, self.index, self.embedder, cfg.recall
         )
@@ -118,33 +165,51 @@ class Daemon:
             feedback=self.store,
             index=self.index,
             recaller=recaller,
-            worker=self.worker,
+            browser=self.browser,
+            embedder=self.embedder,
+            publish=self.bus.publish,
             redact=lambda text: redact(text).text,
             clock=utcnow,
         )
+        self.browse = BrowseService(self.browser, self.store)
 
     async def start(self) -> None:
-        """Open the store, load the vector index, resume unfinished work, start tasks."""
+        """Open the store, load the vector index, subscribe, start the agents."""
         limit_blas_threads()
         await self.db.open()
         model_changed = await self._record_model(self.embedder)
         entries, vectors = await self.store.index_entries(self.embedder.name)
         if entries:
             self.index.add_many(entries, vectors)
-        recovered = await self.worker.recover()
-        if recovered:
-            log.info("re-queued %d memories stored without vectors before the last stop", recovered)
-        self._spawn("encoder", self.worker.run())
+        self.bus.subscribe(
+            self.activity.on_event, None, name="activity", queue_size=self.cfg.events.queue_size
+        )
+        self.bus.subscribe(
+            self.service.on_outcome,
+            MemoryService.OUTCOME_EVENTS,
+            name="write-waiters",
+            queue_size=self.cfg.encoding.queue_size,
+        )
+        agents: list[Agent] = [
+            self.encoder,
+            PeriodicJob(
+                "encoding-sweep", self.cfg.encoding.sweep_interval_s, self.encoder.sweep, self.clock
+            ),
+        ]
         if model_changed or await self.store.count_stale_vectors(self.embedder.name):
-            self._spawn(
-                "reembed", reembed(self.store, self.index, self.embedder, self.reembed_progress)
+            agents.append(
+                _OneShot(
+                    "reembed",
+                    lambda: reembed(self.store, self.index, self.embedder, self.reembed_progress),
+                    lambda: {
+                        "done": self.reembed_progress.done,
+                        "total": self.reembed_progress.total,
+                    },
+                )
             )
+        self.supervisor.start(agents)
         self.ready = True
         log.info("mnemonic %s ready: %d vectors (%s)", __version__, len(self.index), PATH_NAME)
-
-    def _on_encoded(self, result: EncodeResult) -> None:
-        # The worker is built before the service, so it reaches the service late.
-        self.service.on_encoded(result)
 
     async def _record_model(self, embedder: EmbeddingProvider) -> bool:
         old_model = await self.store.get_meta("embedding_model")
@@ -164,38 +229,45 @@ class Daemon:
             )
         return changed
 
-    def _spawn(self, name: str, coro: Any) -> None:
-        task: asyncio.Task[None] = asyncio.create_task(coro, name=f"mnemonic:{name}")
-        self._tasks.append(task)
-        task.add_done_callback(self._task_done)
-
-    @staticmethod
-    def _task_done(task: asyncio.Task[None]) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            log.error("task %s crashed", task.get_name(), exc_info=task.exception())
-
-    async def stop(self, grace_s: float = 5.0) -> None:
+    async def stop(self) -> None:
+        """Reverse of ``start``: stop taking work, let in-flight writes finish, stop agents
+        (each within its timeout), close the bus, checkpoint and close the store."""
         self.ready = False
         await self.service.drain()
-        for task in reversed(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.wait(self._tasks, timeout=grace_s)
-        self._tasks.clear()
+        await self.supervisor.stop(self.cfg.agents.stop_timeout_s)
+        await self.bus.close()
         await self.db.close()
+
+    def degraded_reasons(self, counts: dict[str, int]) -> list[str]:
+        reasons = list(self.notices)
+        if counts.get("raw_failed"):
+            reasons.append(
+                f"{counts['raw_failed']} raw memories failed encoding (see /api/v1/stats)"
+            )
+        if self.reembed_progress.running:
+            reasons.append("re-embedding after a model change")
+        if self.db.write_failure:
+            reasons.append(f"writes failing: {self.db.write_failure}")
+        for status in self.supervisor.statuses():
+            if status.state == "restarting":
+                reasons.append(f"agent {status.name} crashed: {status.last_error}")
+        return reasons
 
     async def health(self) -> dict[str, Any]:
         counts = await self.store.counts()
-        degraded = counts["raw_failed"] > 0 or self.reembed_progress.running
+        reasons = self.degraded_reasons(counts)
         return {
-            "status": "degraded" if degraded else "ok",
+            "status": "degraded" if reasons else "ok",
+            "reasons": reasons,
             "version": __version__,
+            "pid": os.getpid(),
+            "url": f"http://{self.cfg.server.host}:{self.cfg.server.port}",
             "uptime_s": round(time.time() - self.started_at, 1),
             "memories": counts,
             "embedding": {
                 "model": self.embedder.name,
                 "dim": self.embedder.dim,
-                "backlog": self.worker.backlog,
+                "backlog": self.encoder.backlog,
                 "reembedding": {
                     "running": self.reembed_progress.running,
                     "done": self.reembed_progress.done,
@@ -208,7 +280,42 @@ class Daemon:
                 "storage": "sqlite float32 blobs",
                 "bytes": self.index.nbytes,
             },
+            "agents": self.supervisor.health(),
             "schema_version": self.db.schema_version,
+        }
+
+    async def stats(self) -> dict[str, Any]:
+        breakdown = await self.browse.breakdown()
+        by_state = breakdown["by_state"]
+        return {
+            "memories": {
+                "total": sum(by_state.values()),
+                "by_state": by_state,
+                "by_source": breakdown["by_source"],
+                "by_type": breakdown["by_type"],
+                "by_project": breakdown["by_project"],
+                "associations": breakdown["associations"],
+            },
+            "raw": {"by_status": breakdown["raw_by_status"], "failed": breakdown["failed"]},
+            "queues": {"encoding": self.encoder.backlog},
+            "bus": {
+                "published": self.bus.published,
+                "dropped": self.bus.dropped,
+                "subscribers": [
+                    {
+                        "name": s.name,
+                        "depth": s.depth,
+                        "capacity": s.capacity,
+                        "delivered": s.delivered,
+                        "dropped": s.dropped,
+                        "failed": s.failed,
+                    }
+                    for s in self.bus.stats()
+                ],
+            },
+            "websocket": {"clients": self.stream.clients, "per_client": self.stream.stats()},
+            "agents": [s.to_json() for s in self.supervisor.statuses()],
+            "last_errors": self.activity.last_errors(),
         }
 
     def app(self) -> Starlette:
@@ -230,6 +337,10 @@ class Daemon:
             max_body_bytes=self.cfg.server.max_body_bytes,
             ready=lambda: self.ready,
             lifespan=lifespan,
+            extra_routes=[
+                *build_browse_routes(self.service, self.browse, self.activity, self.stats),
+                WebSocketRoute("/ws", self.stream.endpoint),
+            ],
         )
 
 

@@ -24,3 +24,11 @@ class InvalidInputError(MnemonicError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+
+class StorageUnavailable(MnemonicError):
+    """The store cannot take writes right now (disk full, read-only folder, I/O error).
+
+    Reads keep working; faces answer writes with 503 and health turns degraded until a
+    write succeeds again, so recovery needs no restart.
+    """

@@ -44,7 +44,7 @@ def test_memories_stored_but_not_embedded_are_encoded_after_restart(
     async def second_run() -> None:
         daemon = Daemon(load_config(None), paths, "t", embedder=embedder)
         await daemon.start()
-        await asyncio.wait_for(daemon.worker.wait_idle(), 30)
+        await asyncio.wait_for(daemon.encoder.wait_idle(), 30)
         for raw_id in raw_ids:
             raw = await daemon.service.get_raw(raw_id)
             assert raw.status is RawStatus.ENCODED

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -12,12 +12,12 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from mnemonic.api.routes import BadRequest, HealthFn, build_routes
 from mnemonic.api.security import BodyTooLarge, SecurityMiddleware
 from mnemonic.app.service import MemoryService
-from mnemonic.errors import InvalidInputError, NotFoundError
+from mnemonic.errors import InvalidInputError, NotFoundError, StorageUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,7 @@ def build_app(
     max_body_bytes: int,
     ready: Callable[[], bool],
     lifespan: Lifespan | None = None,
+    extra_routes: Sequence[BaseRoute] = (),
 ) -> Starlette:
     async def livez(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -45,6 +46,7 @@ def build_app(
         Route("/livez", livez, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         *build_routes(service, health),
+        *extra_routes,
     ]
     return Starlette(
         routes=routes,
@@ -56,6 +58,7 @@ def build_app(
             NotFoundError: _not_found,
             InvalidInputError: _invalid,
             BodyTooLarge: _too_large,
+            StorageUnavailable: _unavailable,
             HTTPException: _http_error,
             Exception: _server_error,
         },
@@ -84,6 +87,11 @@ async def _invalid(request: Request, exc: Exception) -> Response:
 
 async def _too_large(request: Request, exc: Exception) -> Response:
     return JSONResponse({"error": "body too large", "status": 413}, status_code=413)
+
+
+async def _unavailable(request: Request, exc: Exception) -> Response:
+    body = {"error": str(exc), "status": 503, "retry": "writes resume once storage recovers"}
+    return JSONResponse(body, status_code=503, headers={"Retry-After": "5"})
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

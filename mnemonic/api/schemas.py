@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mnemonic.store.models import MemoryState, MemoryType, Quality, Source
+from mnemonic.store.models import MemoryState, MemoryType, Quality, Relation, Source
 
 MAX_METADATA_BYTES = 16 * 1024
 
@@ -74,3 +74,70 @@ class FeedbackBody(_Body):
     query_id: Annotated[str, Field(min_length=1, max_length=64)]
     quality: Quality
     memory_ids: Annotated[list[str], Field(max_length=100)] | None = None
+
+
+class AmendBody(_Body):
+    content: Annotated[str, Field(min_length=1, max_length=100_000)]
+    reason: Annotated[str, Field(max_length=1000)] | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("content must contain non-whitespace text")
+        return value
+
+
+def _split(value: Any) -> Any:
+    """Query lists arrive as repeated keys or comma-separated values."""
+    if isinstance(value, str):
+        return [v for v in value.split(",") if v]
+    if isinstance(value, list):
+        return [v for item in value for v in str(item).split(",") if v]
+    return value
+
+
+class ListParams(_Body):
+    """``GET /api/v1/memories``: filters, newest first, cursor pagination."""
+
+    project: Annotated[str, Field(max_length=200)] | None = None
+    source: list[Source] | None = None
+    type: list[MemoryType] | None = None
+    state: list[MemoryState] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    min_salience: Annotated[float, Field(ge=0, le=1)] | None = None
+    limit: Annotated[int, Field(ge=1, le=200)] = 50
+    cursor: Annotated[str, Field(max_length=200)] | None = None
+
+    _lists = field_validator("source", "type", "state", mode="before")(_split)
+
+
+class ContextParams(_Body):
+    limit: Annotated[int, Field(ge=1, le=200)] = 20
+
+
+class GraphParams(_Body):
+    memory_id: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    project: Annotated[str, Field(max_length=200)] | None = None
+    state: list[MemoryState] | None = None
+    depth: Annotated[int, Field(ge=1, le=3)] = 2
+    limit: Annotated[int, Field(ge=1, le=500)] = 200
+
+    _lists = field_validator("state", mode="before")(_split)
+
+
+class AssociationParams(_Body):
+    memory_id: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    relation: Relation | None = None
+    min_strength: Annotated[float, Field(ge=0, le=1)] = 0.0
+    limit: Annotated[int, Field(ge=1, le=500)] = 100
+    cursor: Annotated[str, Field(max_length=200)] | None = None
+
+
+class ActivityParams(_Body):
+    limit: Annotated[int, Field(ge=1, le=1000)] = 100
+    types: list[str] | None = None
+    project: Annotated[str, Field(max_length=200)] | None = None
+
+    _lists = field_validator("types", mode="before")(_split)

@@ -39,6 +39,10 @@ class SecurityMiddleware:
         problem = self._check(scope, headers)
         if problem is not None:
             status, message, extra = problem
+            if scope["type"] == "websocket":
+                # Closing before accept makes the server answer the upgrade with 403.
+                await send({"type": "websocket.close", "code": 1008, "reason": message})
+                return
             await _reject(send, status, message, extra)
             return
         await self.app(scope, self._capped(receive), send)
@@ -60,6 +64,11 @@ class SecurityMiddleware:
             return None
         if path.startswith("/api/") and not self._authorised(headers.get(b"authorization")):
             return 401, "missing or wrong bearer token", [(b"www-authenticate", b"Bearer")]
+        if scope["type"] == "websocket" and not (
+            self._authorised(headers.get(b"authorization"))
+            or self._query_token_ok(scope.get("query_string", b""))
+        ):
+            return 401, "missing or wrong bearer token", []
         if scope["type"] == "http" and scope["method"].encode() in _WRITE_METHODS:
             ctype = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
             if ctype != b"application/json":
@@ -73,6 +82,13 @@ class SecurityMiddleware:
         if header is None or header[:7].lower() != b"bearer ":
             return False
         return hmac.compare_digest(header[7:].strip(), self.token)
+
+    def _query_token_ok(self, query: bytes) -> bool:
+        """Browsers cannot set headers on a WebSocket, so ``/ws`` also takes ``?token=``."""
+        from urllib.parse import parse_qs
+
+        values = parse_qs(query.decode("latin-1")).get("token", [])
+        return any(hmac.compare_digest(v.encode(), self.token) for v in values)
 
     def _capped(self, receive: Receive) -> Receive:
         seen = 0

@@ -4,6 +4,7 @@ forget. REST, the CLI (through REST) and later MCP and the proxy all come throug
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -13,8 +14,20 @@ from typing import Any
 from mnemonic.config import Config
 from mnemonic.encoding.heuristic import encode
 from mnemonic.encoding.text import content_hash
-from mnemonic.encoding.worker import EncodeResult, EncodingWorker
-from mnemonic.errors import InvalidInputError, NotFoundError
+from mnemonic.errors import InvalidInputError, NotFoundError, StorageUnavailable
+from mnemonic.events.types import (
+    Context,
+    Event,
+    FeedbackReceived,
+    MemoryAmended,
+    MemoryEncoded,
+    MemoryEncodingFailed,
+    MemoryReinforced,
+    MemoryStateChanged,
+    QueryExecuted,
+    RawMemoryCreated,
+)
+from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.recall.pipeline import Recaller
 from mnemonic.recall.ranking import Scored
 from mnemonic.store.base import (
@@ -24,10 +37,10 @@ from mnemonic.store.base import (
     Filters,
     IngestStore,
     MemoryStore,
-    PendingMemory,
     QueryRecord,
     RawMemoryStore,
 )
+from mnemonic.store.browse import SQLiteBrowser
 from mnemonic.store.models import (
     Encoded,
     Memory,
@@ -39,10 +52,13 @@ from mnemonic.store.models import (
     RawStatus,
     Source,
 )
-from mnemonic.store.vector_index import VectorIndex
+from mnemonic.store.vector_index import IndexEntry, VectorIndex
 from mnemonic.timeutil import new_id
 
+log = logging.getLogger(__name__)
+
 Redactor = Callable[[str], str]
+Publish = Callable[[Event], None]
 _INLINE_BATCH = 16
 
 
@@ -54,6 +70,8 @@ class RememberInput:
     project: str = ""
     timestamp: datetime | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    # the event that caused this write (a watcher event), so the memory can be traced to it
+    cause: Context | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +106,9 @@ class MemoryService:
         feedback: FeedbackStore,
         index: VectorIndex,
         recaller: Recaller,
-        worker: EncodingWorker,
+        browser: SQLiteBrowser,
+        embedder: EmbeddingProvider,
+        publish: Publish,
         redact: Redactor,
         clock: Callable[[], datetime],
     ) -> None:
@@ -100,19 +120,35 @@ class MemoryService:
         self._feedback = feedback
         self._index = index
         self._recaller = recaller
-        self._worker = worker
+        self._browser = browser
+        self._embedder = embedder
+        self._publish = publish
         self._redact = redact
         self._clock = clock
-        self._waiters: dict[str, asyncio.Future[EncodeResult]] = {}
+        self._waiters: dict[str, asyncio.Future[Remembered]] = {}
+        self.recall_observers: list[Callable[[float], None]] = []
         # query id -> the write that records it; recall answers without waiting for it
         self._recording: dict[str, asyncio.Task[None]] = {}
 
     # ---- writes -------------------------------------------------------------------------
-    def on_encoded(self, result: EncodeResult) -> None:
-        """Called by the encoding worker; wakes a caller waiting on that raw memory."""
-        future = self._waiters.pop(result.raw_id, None)
-        if future is not None and not future.done():
-            future.set_result(result)
+    OUTCOME_EVENTS = (MemoryEncoded, MemoryReinforced, MemoryEncodingFailed)
+
+    def on_outcome(self, event: Event) -> None:
+        """Subscribed to the encoder's outcome events; wakes a caller waiting on that raw
+        memory (a failure that will be retried keeps it waiting)."""
+        if isinstance(event, MemoryEncodingFailed) and event.will_retry:
+            return
+        if not isinstance(event, self.OUTCOME_EVENTS):
+            return
+        future = self._waiters.pop(event.raw_id, None)
+        if future is None or future.done():
+            return
+        if isinstance(event, MemoryEncoded):
+            future.set_result(Remembered(event.raw_id, event.memory_id, RawStatus.ENCODED))
+        elif isinstance(event, MemoryReinforced):
+            future.set_result(Remembered(event.raw_id, event.memory_id, RawStatus.REINFORCED))
+        else:
+            future.set_result(Remembered(event.raw_id, event.memory_id, RawStatus.FAILED))
 
     async def remember(self, item: RememberInput, *, wait: bool = False) -> Remembered:
         return (await self.remember_batch([item], wait=wait))[0]
@@ -129,29 +165,40 @@ class MemoryService:
             prepared = [self._prepare(item) for item in items]
         step = self._cfg.encoding.reinforce_step
         accepted = await self._ingest.accept(prepared, step)
-        pending = [
-            PendingMemory(
-                seq=a.seq,
-                id=a.memory_id,
-                raw_id=a.raw_id,
-                content=raw.content,
-                project=raw.project,
-                type=enc.type,
-                source=raw.source,
-                concepts=enc.concepts,
-                timestamp=raw.timestamp,
-                salience=enc.salience,
-            )
-            for a, (raw, enc, _) in zip(accepted, prepared, strict=True)
-            if a.status is RawStatus.ACCEPTED
-        ]
         loop = asyncio.get_running_loop()
-        futures = {p.raw_id: loop.create_future() for p in pending} if wait else {}
-        self._waiters.update(futures)
-        self._worker.submit(pending)
-        if wait and futures:
+        futures: dict[str, asyncio.Future[Remembered]] = {}
+        if wait:
+            futures = {
+                a.raw_id: loop.create_future() for a in accepted if a.status is RawStatus.ACCEPTED
+            }
+            self._waiters.update(futures)
+        for a, item, (raw, _, _) in zip(accepted, items, prepared, strict=True):
+            self._announce(a, item, raw)
+        if futures:
             await self._wait(futures)
         return [self._outcome(a, futures) for a in accepted]
+
+    def _announce(self, a: Accepted, item: RememberInput, raw: NewRaw) -> None:
+        context = item.cause.child() if item.cause is not None else Context()
+        self._publish(
+            RawMemoryCreated(
+                raw_id=a.raw_id,
+                memory_id=a.memory_id,
+                source=raw.source.value,
+                project=raw.project or None,
+                content=raw.content,
+                context=context,
+            )
+        )
+        if a.status is RawStatus.REINFORCED:
+            self._publish(
+                MemoryReinforced(
+                    raw_id=a.raw_id,
+                    memory_id=a.memory_id,
+                    project=raw.project or None,
+                    context=context.child(),
+                )
+            )
 
     def _prepare(self, item: RememberInput) -> tuple[NewRaw, Encoded, str]:
         content = self._redact(item.content.strip())
@@ -174,7 +221,7 @@ class MemoryService:
         )
         return raw, enc, content_hash(content)
 
-    async def _wait(self, futures: dict[str, asyncio.Future[EncodeResult]]) -> None:
+    async def _wait(self, futures: dict[str, asyncio.Future[Remembered]]) -> None:
         try:
             await asyncio.wait_for(
                 asyncio.gather(*futures.values()), self._cfg.encoding.wait_timeout_s
@@ -184,11 +231,10 @@ class MemoryService:
                 self._waiters.pop(raw_id, None)
 
     @staticmethod
-    def _outcome(a: Accepted, futures: dict[str, asyncio.Future[EncodeResult]]) -> Remembered:
+    def _outcome(a: Accepted, futures: dict[str, asyncio.Future[Remembered]]) -> Remembered:
         future = futures.get(a.raw_id)
         if future is not None and future.done() and not future.cancelled():
-            result = future.result()
-            return Remembered(a.raw_id, result.memory_id, result.status)
+            return future.result()
         return Remembered(a.raw_id, a.memory_id, a.status)
 
     # ---- reads --------------------------------------------------------------------------
@@ -206,10 +252,60 @@ class MemoryService:
 
     async def forget(self, memory_id: str) -> Memory:
         """Archive: hidden from default recall, never deleted."""
+        before = await self.get(memory_id)
         memory = await self._memories.set_state(memory_id, MemoryState.ARCHIVED)
         if memory is None:
             raise NotFoundError("memory", memory_id)
         self._index.set_state(memory.seq, MemoryState.ARCHIVED.value)
+        if before.state is not memory.state:
+            self._publish(
+                MemoryStateChanged(
+                    memory_id=memory.id,
+                    project=memory.project or None,
+                    old_state=before.state.value,
+                    new_state=memory.state.value,
+                    reason="forgotten",
+                )
+            )
+        return memory
+
+    async def amend(self, memory_id: str, content: str, reason: str | None) -> Memory:
+        """Replace a memory's content: re-encoded and re-embedded, links kept, the old text
+        recorded in ``memory_amendments``."""
+        text = self._redact(content.strip())
+        if not text:
+            raise InvalidInputError("content", "must contain non-whitespace text")
+        current = await self.get(memory_id)
+        enc = encode(
+            text,
+            explicit_type=current.type,
+            summary_max_chars=self._cfg.encoding.summary_max_chars,
+            max_concepts=self._cfg.encoding.max_concepts,
+            salience_table=_salience_table(self._cfg.encoding.salience),
+        )
+        vectors = await asyncio.to_thread(self._embedder.embed, [text])
+        clean_reason = self._redact(reason) if reason else None
+        amended = await self._browser.amend(
+            memory_id,
+            text,
+            content_hash(text),
+            enc,
+            clean_reason,
+            (vectors[0], self._embedder.name),
+        )
+        if amended is None:
+            raise NotFoundError("memory", memory_id)
+        memory = amended.memory
+        if self._index.vectors_for([memory.seq]):
+            self._index.add_many([_index_entry(memory)], vectors[:1])
+        self._publish(
+            MemoryAmended(
+                memory_id=memory.id,
+                project=memory.project or None,
+                reason=clean_reason,
+                content=memory.content,
+            )
+        )
         return memory
 
     async def recall(self, request: RecallRequest) -> RecallAnswer:
@@ -228,14 +324,32 @@ class MemoryService:
         )
         # Recording waits for the writer, which an ingest batch may hold: the answer does not.
         task = asyncio.create_task(
-            self._feedback.record_query(
-                record, _filters_json(filters), took_ms, [s.memory.seq for s in outcome.results]
-            ),
+            self._record_query(record, filters, took_ms, [s.memory.seq for s in outcome.results]),
             name=f"mnemonic:record-query:{record.id}",
         )
         self._recording[record.id] = task
         task.add_done_callback(lambda _: self._recording.pop(record.id, None))
+        for observe in self.recall_observers:
+            observe(took_ms / 1000)
+        self._publish(
+            QueryExecuted(
+                query_id=record.id,
+                query=request.query,
+                project=filters.project,
+                results=len(outcome.results),
+                took_ms=round(took_ms, 3),
+            )
+        )
         return RecallAnswer(record.id, outcome.results, took_ms)
+
+    async def _record_query(
+        self, record: QueryRecord, filters: Filters, took_ms: float, seqs: list[int]
+    ) -> None:
+        try:
+            await self._feedback.record_query(record, _filters_json(filters), took_ms, seqs)
+        except StorageUnavailable:
+            # recall still answered; feedback on this query will say it is unknown
+            log.warning("query %s not recorded: storage unavailable", record.id)
 
     async def drain(self) -> None:
         """Wait for background query records (called by the daemon before it stops)."""
@@ -269,10 +383,27 @@ class MemoryService:
         edges = [e for e in record.edges if e[1] in rated_seqs]
         link_delta = fb.link_step if quality is not Quality.IRRELEVANT else -fb.link_step
         await self._associations.adjust_strength(edges, link_delta)
+        self._publish(
+            FeedbackReceived(
+                query_id=query_id, quality=quality.value, memory_ids=tuple(rated), updated=changed
+            )
+        )
         return changed
 
     async def counts(self) -> dict[str, int]:
         return await self._memories.counts()
+
+
+def _index_entry(memory: Memory) -> IndexEntry:
+    return IndexEntry(
+        seq=memory.seq,
+        project=memory.project,
+        type=memory.type.value,
+        source=memory.source.value,
+        state=memory.state.value,
+        timestamp=memory.timestamp,
+        salience=memory.salience,
+    )
 
 
 def _salience_table(raw: dict[str, float]) -> dict[MemoryType, float]:

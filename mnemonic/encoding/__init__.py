@@ -1,1 +1,2 @@
-"""Turning raw observations into memories: heuristics, linking and the encoding worker."""
+"""Turning raw observations into memories: heuristics and linking (pure functions; the
+encoding agent in ``mnemonic.agents.encoding`` runs them)."""

@@ -22,6 +22,7 @@ from typing import TypeVar, cast
 import aiosqlite
 
 from mnemonic.config import StorageConfig
+from mnemonic.errors import StorageUnavailable
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -113,6 +114,7 @@ class Database:
         self.path = path
         self._cfg = cfg
         self._writer: aiosqlite.Connection | None = None
+        self.write_failure: str | None = None
         self._write_lock = asyncio.Lock()
         self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._all_readers: list[aiosqlite.Connection] = []
@@ -154,7 +156,18 @@ class Database:
             raise RuntimeError("database is not open")
         async with self._write_lock:
             writer = self._writer
-            return await _on_thread(writer, partial(_in_transaction, fn=fn))
+            try:
+                result = await _on_thread(writer, partial(_in_transaction, fn=fn))
+            except sqlite3.Error as exc:
+                if _storage_code(exc) is None:
+                    raise
+                self.write_failure = f"{type(exc).__name__}: {exc}"
+                log.warning("write failed, storage unavailable: %s", self.write_failure)
+                raise StorageUnavailable(f"storage unavailable: {exc}") from exc
+            if self.write_failure is not None:
+                log.info("writes succeed again after: %s", self.write_failure)
+                self.write_failure = None
+            return result
 
     async def run_read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` on a pooled read-only connection's thread."""
@@ -165,6 +178,21 @@ class Database:
             return await _on_thread(conn, fn)
         finally:
             self._readers.put_nowait(conn)
+
+
+# SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN (primary codes)
+_STORAGE_CODES = {8, 10, 13, 14}
+
+
+def _storage_code(exc: sqlite3.Error) -> int | None:
+    """The primary result code when ``exc`` means the disk, not the statement, is at fault."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in _STORAGE_CODES:
+        return code & 0xFF
+    text = str(exc).lower()
+    if "disk is full" in text or "readonly database" in text or "disk i/o error" in text:
+        return 13
+    return None
 
 
 async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:

@@ -64,6 +64,29 @@ def _memory(row: sqlite3.Row) -> Memory:
     )
 
 
+_PENDING_SQL = (
+    "SELECT m.seq, m.id, m.raw_id, m.content, m.project, m.type, m.source,"
+    " m.concepts, m.timestamp, m.salience FROM memories m"
+    " JOIN raw_memories r ON r.id = m.raw_id"
+    " WHERE m.embedded = 0 AND r.status <> 'failed'"
+)
+
+
+def _pending(r: sqlite3.Row) -> PendingMemory:
+    return PendingMemory(
+        seq=r["seq"],
+        id=r["id"],
+        raw_id=r["raw_id"],
+        content=r["content"],
+        project=r["project"],
+        type=MemoryType(r["type"]),
+        source=Source(r["source"]),
+        concepts=tuple(json.loads(r["concepts"])),
+        timestamp=from_db(r["timestamp"]),
+        salience=r["salience"],
+    )
+
+
 def _raw(row: sqlite3.Row) -> RawMemory:
     return RawMemory(
         id=row["id"],
@@ -208,13 +231,13 @@ class SQLiteStore(_VectorMaintenance):
 
         await self.db.run_write(work)
 
-    async def mark_failed(self, raw_ids: Sequence[str], error: str) -> None:
+    async def mark_failed(self, raw_ids: Sequence[str], error: str, max_attempts: int) -> None:
         def work(conn: sqlite3.Connection) -> None:
             conn.executemany(
                 "UPDATE raw_memories SET attempts = attempts + 1, error = ?,"
-                " status = CASE WHEN attempts + 1 >= 5 THEN 'failed' ELSE status END"
+                " status = CASE WHEN attempts + 1 >= ? THEN 'failed' ELSE status END"
                 " WHERE id = ?",
-                [(error[:500], rid) for rid in raw_ids],
+                [(error[:500], max_attempts, rid) for rid in raw_ids],
             )
 
         await self.db.run_write(work)
@@ -222,27 +245,24 @@ class SQLiteStore(_VectorMaintenance):
     async def pending(self, limit: int) -> list[PendingMemory]:
         def work(conn: sqlite3.Connection) -> list[PendingMemory]:
             rows = conn.execute(
-                "SELECT m.seq, m.id, m.raw_id, m.content, m.project, m.type, m.source,"
-                " m.concepts, m.timestamp, m.salience FROM memories m"
-                " JOIN raw_memories r ON r.id = m.raw_id"
-                " WHERE m.embedded = 0 AND r.status <> 'failed' ORDER BY m.seq LIMIT ?",
+                f"{_PENDING_SQL} ORDER BY m.seq LIMIT ?",
                 (limit,),
             ).fetchall()
-            return [
-                PendingMemory(
-                    seq=r["seq"],
-                    id=r["id"],
-                    raw_id=r["raw_id"],
-                    content=r["content"],
-                    project=r["project"],
-                    type=MemoryType(r["type"]),
-                    source=Source(r["source"]),
-                    concepts=tuple(json.loads(r["concepts"])),
-                    timestamp=from_db(r["timestamp"]),
-                    salience=r["salience"],
-                )
-                for r in rows
-            ]
+            return [_pending(r) for r in rows]
+
+        return await self.db.run_read(work)
+
+    async def pending_for(self, memory_ids: Sequence[str]) -> list[PendingMemory]:
+        """Those of ``memory_ids`` still waiting for a vector (not encoded, not failed)."""
+        if not memory_ids:
+            return []
+
+        def work(conn: sqlite3.Connection) -> list[PendingMemory]:
+            rows = conn.execute(
+                f"{_PENDING_SQL} AND m.id IN ({_placeholders(memory_ids)}) ORDER BY m.seq",
+                list(memory_ids),
+            ).fetchall()
+            return [_pending(r) for r in rows]
 
         return await self.db.run_read(work)
 

@@ -1,0 +1,378 @@
+"""The encoding agent: the background half of encoding, behind the bus.
+
+``RawMemoryCreated`` -> this agent -> ``MemoryEncoded`` / ``MemoryReinforced`` (or
+``MemoryEncodingFailed``). The acknowledgement path has already stored the memory with its
+heuristic encoding and made it searchable by full text; this agent adds the vector and the
+associations. It batches (up to ``batch_max`` texts or ``batch_wait_ms``) so sustained
+ingest runs near the embedder's own speed, retries a failing batch with backoff, and
+sweeps the store for memories still without a vector (after a restart, or when the bus
+dropped an event), so nothing it does can lose the raw observation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from mnemonic.config import EncodingConfig
+from mnemonic.encoding.linking import Neighbour, choose_links, may_merge
+from mnemonic.events.types import (
+    AssociationCreated,
+    Context,
+    Event,
+    MemoryEncoded,
+    MemoryEncodingFailed,
+    MemoryReinforced,
+    RawMemoryCreated,
+)
+from mnemonic.llm.embedding import EmbeddingProvider, Vectors
+from mnemonic.runtime.clock import Clock
+from mnemonic.store.base import (
+    EmbeddedOutcome,
+    Filters,
+    IngestStore,
+    MemoryStore,
+    NewLink,
+    PendingMemory,
+)
+from mnemonic.store.models import MemoryState, Relation
+from mnemonic.store.vector_index import IndexEntry, VectorIndex
+from mnemonic.timeutil import ensure_utc
+
+log = logging.getLogger(__name__)
+
+SWEEP_LIMIT = 10_000
+
+Subscribe = Callable[..., Callable[[], None]]
+
+
+class EncodingAgent:
+    """Owned by the composition root and run under the supervisor."""
+
+    name = "encoding"
+
+    def __init__(
+        self,
+        subscribe: Subscribe,
+        publish: Callable[[Event], None],
+        ingest: IngestStore,
+        memories: MemoryStore,
+        index: VectorIndex,
+        embedder: EmbeddingProvider,
+        cfg: EncodingConfig,
+        clock: Clock,
+    ) -> None:
+        self._subscribe = subscribe
+        self._publish = publish
+        self._ingest = ingest
+        self._memories = memories
+        self._index = index
+        self._embedder = embedder
+        self._cfg = cfg
+        self._clock = clock
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        # memory ids queued, in flight or waiting for a retry: the sweep skips them
+        self._known: set[str] = set()
+        self._causes: dict[str, Context] = {}
+        self._attempts: dict[str, int] = {}
+        self._idle = asyncio.Event()  # set once the first sweep found nothing left to do
+        self._in_flight = 0
+        self.encoded = 0
+        self.merged = 0
+        self.failures = 0
+        self.last_error: str | None = None
+
+    @property
+    def backlog(self) -> int:
+        return self._queue.qsize() + self._in_flight
+
+    def submit(self, memory_ids: Sequence[str]) -> int:
+        added = 0
+        for memory_id in memory_ids:
+            if memory_id not in self._known:
+                self._known.add(memory_id)
+                self._queue.put_nowait(memory_id)
+                added += 1
+        if added:
+            self._idle.clear()
+        return added
+
+    def _on_created(self, event: Event) -> None:
+        if isinstance(event, RawMemoryCreated) and event.memory_id is not None:
+            self._causes[event.memory_id] = event.context
+            self.submit([event.memory_id])
+
+    async def sweep(self) -> int:
+        """Queue memories stored without a vector that nobody is working on: left over
+        from before a restart, or announced by an event the bus had to drop."""
+        pending = await self._ingest.pending(limit=SWEEP_LIMIT)
+        added = self.submit([p.id for p in pending])
+        if added:
+            log.info("queued %d memories still without a vector", added)
+        return added
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
+
+    async def run(self) -> None:
+        unsubscribe = self._subscribe(
+            self._on_created,
+            [RawMemoryCreated],
+            name="encoding",
+            queue_size=self._cfg.queue_size,
+        )
+        try:
+            await self.sweep()
+            if self._queue.empty() and not self._in_flight:
+                self._idle.set()
+            while True:
+                ids = await self._next_batch()
+                self._in_flight = len(ids)
+                try:
+                    await self._encode(ids)
+                finally:
+                    self._in_flight = 0
+                    if self._queue.empty():
+                        self._idle.set()
+        finally:
+            unsubscribe()
+
+    async def _encode(self, ids: list[str]) -> None:
+        batch = await self._ingest.pending_for(ids)
+        for gone in set(ids) - {m.id for m in batch}:  # already encoded, or failed for good
+            self._forget(gone)
+        if not batch:
+            return
+        try:
+            await self._process(batch)
+        except Exception as exc:  # noqa: BLE001 - a failed batch is retried, never lost
+            await self._handle_failure(batch, exc)
+        else:
+            for item in batch:
+                self._forget(item.id)
+
+    def _forget(self, memory_id: str) -> None:
+        self._known.discard(memory_id)
+        self._causes.pop(memory_id, None)
+        self._attempts.pop(memory_id, None)
+
+    async def _next_batch(self) -> list[str]:
+        batch = [await self._queue.get()]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._cfg.batch_wait_ms / 1000
+        while len(batch) < self._cfg.batch_max:
+            try:
+                batch.append(self._queue.get_nowait())
+                continue
+            except asyncio.QueueEmpty:
+                pass
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            try:
+                batch.append(await asyncio.wait_for(self._queue.get(), remaining))
+            except TimeoutError:
+                break
+        return batch
+
+    async def _handle_failure(self, batch: list[PendingMemory], exc: Exception) -> None:
+        self.failures += 1
+        error = f"{type(exc).__name__}: {exc}"
+        self.last_error = error
+        log.warning("encoding batch of %d failed: %s", len(batch), error)
+        await self._ingest.mark_failed([m.raw_id for m in batch], error, self._cfg.max_attempts)
+        retry: list[PendingMemory] = []
+        for item in batch:
+            attempts = self._attempts.get(item.id, 0) + 1
+            self._attempts[item.id] = attempts
+            will_retry = attempts < self._cfg.max_attempts
+            self._publish(
+                MemoryEncodingFailed(
+                    raw_id=item.raw_id,
+                    memory_id=item.id,
+                    error=error,
+                    attempts=attempts,
+                    will_retry=will_retry,
+                    context=self._context_for(item.id),
+                )
+            )
+            if will_retry:
+                retry.append(item)
+            else:
+                self._forget(item.id)
+        if retry:
+            worst = max(self._attempts[m.id] for m in retry)
+            delay = min(30.0, self._cfg.retry_base_s * 2 ** (worst - 1))
+            await self._clock.sleep(delay)
+            for item in retry:
+                self._queue.put_nowait(item.id)
+
+    def _context_for(self, memory_id: str) -> Context:
+        cause = self._causes.get(memory_id)
+        return cause.child() if cause is not None else Context()
+
+    async def _process(self, batch: list[PendingMemory]) -> None:
+        texts = [m.content for m in batch]
+        vectors = await asyncio.to_thread(self._embedder.embed, texts)
+        outcomes, added = await self._decide(batch, vectors)
+        try:
+            await self._ingest.complete(outcomes, self._embedder.name, self._cfg.reinforce_step)
+        except BaseException:
+            for seq in added:
+                self._index.remove(seq)
+            raise
+        await self._announce(outcomes)
+
+    async def _announce(self, outcomes: list[EmbeddedOutcome]) -> None:
+        targets = {o.merged_into_seq for o in outcomes if o.merged_into_seq is not None}
+        link_seqs = {link.target_seq for o in outcomes for link in o.links}
+        known = (
+            await self._memories.get_many(sorted(targets | link_seqs))
+            if targets or link_seqs
+            else {}
+        )
+        for outcome in outcomes:
+            mem = outcome.memory
+            context = self._context_for(mem.id)
+            if outcome.merged_into_seq is not None:
+                self.merged += 1
+                target = known.get(outcome.merged_into_seq)
+                self._publish(
+                    MemoryReinforced(
+                        raw_id=mem.raw_id,
+                        memory_id=target.id if target is not None else mem.id,
+                        project=mem.project or None,
+                        context=context,
+                    )
+                )
+                continue
+            self.encoded += 1
+            self._publish(
+                MemoryEncoded(
+                    raw_id=mem.raw_id,
+                    memory_id=mem.id,
+                    project=mem.project or None,
+                    memory_type=mem.type.value,
+                    links=len(outcome.links),
+                    context=context,
+                )
+            )
+            for link in outcome.links:
+                other = known.get(link.target_seq)
+                if other is not None:
+                    self._publish(
+                        AssociationCreated(
+                            source_id=mem.id,
+                            target_id=other.id,
+                            relation=link.relation.value,
+                            strength=round(link.strength, 4),
+                            project=mem.project or None,
+                            context=context.child(),
+                        )
+                    )
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "backlog": self.backlog,
+            "encoded": self.encoded,
+            "merged": self.merged,
+            "failed_batches": self.failures,
+            "last_error": self.last_error,
+        }
+
+    async def _decide(
+        self, batch: list[PendingMemory], vectors: Vectors
+    ) -> tuple[list[EmbeddedOutcome], list[int]]:
+        """Near-duplicate or links for each item, in order, so later items see earlier ones."""
+        outcomes: list[EmbeddedOutcome] = []
+        added: list[int] = []
+        previous: dict[str, PendingMemory] = {}
+        for item, vector in zip(batch, vectors, strict=True):
+            filters = Filters(project=item.project, states=(MemoryState.ACTIVE, MemoryState.FADING))
+            hits = [
+                (s, c)
+                for s, c in self._index.search(vector, self._cfg.link_candidates + 1, filters)
+                if s != item.seq
+            ]
+            twin = await self._near_duplicate(item, hits)
+            if twin is not None:
+                outcomes.append(EmbeddedOutcome(item, vector, merged_into_seq=twin))
+                continue
+            links = await self._links(item, hits, previous.get(item.project))
+            outcomes.append(EmbeddedOutcome(item, vector, links=tuple(links)))
+            self._index.add_many([_entry(item)], vector.reshape(1, -1))
+            added.append(item.seq)
+            previous[item.project] = item
+        return outcomes, added
+
+    async def _near_duplicate(
+        self, item: PendingMemory, hits: list[tuple[int, float]]
+    ) -> int | None:
+        close = [s for s, c in hits if c >= self._cfg.near_duplicate_threshold]
+        if not close:
+            return None
+        found = await self._memories.get_many(close)
+        for seq in close:
+            other = found.get(seq)
+            if (
+                other is not None
+                and other.type == item.type
+                and other.project == item.project
+                and may_merge(item.content, other.content)
+            ):
+                return seq
+        return None
+
+    async def _links(
+        self,
+        item: PendingMemory,
+        hits: list[tuple[int, float]],
+        previous: PendingMemory | None,
+    ) -> list[NewLink]:
+        prev_seq = previous.seq if previous is not None else None
+        if prev_seq is None:
+            prev_seq = await self._memories.previous_in_project(item.project, item.seq)
+        wanted = [s for s, _ in hits] + ([prev_seq] if prev_seq is not None else [])
+        found = await self._memories.get_many(wanted)
+        neighbours = [
+            Neighbour(s, c, found[s].content, found[s].concepts, found[s].timestamp)
+            for s, c in hits
+            if s in found
+        ]
+        links = choose_links(
+            item.content,
+            item.concepts,
+            item.timestamp,
+            neighbours,
+            min_similarity=self._cfg.link_min_similarity,
+            max_links=self._cfg.max_links_per_memory,
+            temporal_window_s=self._cfg.temporal_window_s,
+        )
+        prev = found.get(prev_seq) if prev_seq is not None else None
+        if prev is None or self._cfg.sequence_link_strength <= 0:
+            return links
+        gap = abs((ensure_utc(item.timestamp) - ensure_utc(prev.timestamp)).total_seconds())
+        if gap > self._cfg.temporal_window_s:
+            return links
+        # The observation just before this one in the same project: "what happened next"
+        # is often the context a later question needs, whatever the words.
+        kept = [link for link in links if link.target_seq != prev.seq]
+        strength = max(
+            [self._cfg.sequence_link_strength]
+            + [link.strength for link in links if link.target_seq == prev.seq]
+        )
+        return [NewLink(prev.seq, Relation.TEMPORAL, strength), *kept]
+
+
+def _entry(item: PendingMemory) -> IndexEntry:
+    return IndexEntry(
+        seq=item.seq,
+        project=item.project,
+        type=item.type.value,
+        source=item.source.value,
+        state=MemoryState.ACTIVE.value,
+        timestamp=item.timestamp,
+        salience=item.salience,
+    )

@@ -1,0 +1,1 @@
+"""The in-process event bus and the event types every component speaks."""

@@ -1,0 +1,1 @@
+"""Perception sources: filesystem, shell history, clipboard and git watchers."""
