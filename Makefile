@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 
-.PHONY: run test lint typecheck unit install dev bench-locomo bench-latency bench-embedding bench-redact clean
+.PHONY: run test lint typecheck unit install dev bench-locomo bench-latency bench-embedding bench-redact bench-runtime bench-filter bench-watch-fs bench-perception clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,18 @@ bench-embedding: dev
 
 bench-redact: dev
 	$(BIN)/python bench/redact.py
+
+bench-runtime: dev
+	$(BIN)/python bench/runtime.py
+
+bench-filter: dev
+	$(BIN)/python bench/perception_filter.py
+
+bench-watch-fs: dev
+	$(BIN)/python bench/watch_fs.py
+
+bench-perception: dev
+	$(BIN)/python bench/perception_e2e.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

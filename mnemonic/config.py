@@ -8,11 +8,12 @@ so the documentation cannot drift from the model (a test compares them).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -229,6 +230,316 @@ class AgentsConfig(_Section):
     )
 
 
+# Perception: watchers and the heuristic filter (issue 4).
+
+# fmt: off
+DEFAULT_TRIVIAL = (
+    "ls", "ls *", "ll", "ll *", "la", "la *", "l", "l *", "dir", "cd", "cd *", "pwd",
+    "clear", "cls", "reset", "exit", "logout", "history", "history *", "fg", "fg *",
+    "bg", "bg *", "jobs", "..", "...", "whoami", "date", "true",
+    "git status", "git st", "git diff", "git log", "git branch",
+)
+# fmt: on
+
+DEFAULT_KEYWORDS: dict[str, float] = {
+    "error": 0.15,
+    "errors": 0.15,
+    "failed": 0.15,
+    "failure": 0.15,
+    "failing": 0.1,
+    "exception": 0.15,
+    "traceback": 0.15,
+    "panic": 0.15,
+    "fatal": 0.15,
+    "crash": 0.15,
+    "todo": 0.1,
+    "fixme": 0.1,
+    "decision": 0.2,
+    "decided": 0.2,
+    "decide": 0.1,
+    "because": 0.1,
+    "fixed": 0.15,
+    "fix": 0.1,
+    "bug": 0.1,
+    "workaround": 0.15,
+    "root cause": 0.2,
+    "regression": 0.15,
+    "turns out": 0.15,
+    "learned": 0.1,
+    "important": 0.1,
+    "remember": 0.1,
+}
+
+
+class FilesystemWatcherConfig(_Section):
+    enabled: bool = Field(True, description="Watch the roots below (nothing happens without).")
+    roots: tuple[str, ...] = Field(
+        (),
+        description="Folders to watch recursively (~ accepted). Refused: /, the home folder "
+        "itself or above it, and anything in ~/.ssh, ~/.aws, ~/.gnupg.",
+    )
+    ignore: tuple[str, ...] = Field(
+        (),
+        description="Extra ignore patterns in .gitignore syntax, relative to each root; "
+        "they win over the defaults ('!build/' watches build folders again).",
+    )
+    use_default_ignores: bool = Field(
+        True,
+        description="Skip .git, node_modules, virtualenvs, build and cache folders, lockfiles "
+        "and editor swap files.",
+    )
+    respect_gitignore: bool = Field(True, description="Skip what .gitignore files exclude.")
+    max_file_bytes: int = Field(
+        100 * 1024, ge=0, description="Larger files give metadata-only events."
+    )
+    debounce_s: float = Field(
+        1.0, gt=0, description="Quiet time per path before an event (save bursts coalesce)."
+    )
+    max_delay_s: float = Field(
+        10.0, gt=0, description="A path that never goes quiet is still reported this often."
+    )
+    reconcile_interval_s: float = Field(
+        300.0, gt=0, description="Walk every root this often to catch what inotify missed."
+    )
+    poll_interval_s: float = Field(
+        60.0, gt=0, description="Walk interval for roots inotify cannot watch (limits hit)."
+    )
+    max_pending: int = Field(
+        10_000, ge=100, description="Distinct paths waiting for their debounce (then rescan)."
+    )
+    max_index_files: int = Field(
+        200_000, ge=1, description="Files remembered per root for reconciliation."
+    )
+    batch_size: int = Field(256, ge=1, description="Paths read per worker-thread hand-off.")
+
+
+class ShellHistoryConfig(_Section):
+    enabled: bool = Field(True, description="Watch shell history files for new commands.")
+    files: list[str] = Field(
+        default_factory=list,
+        description="History files to watch (~ allowed); empty = $HISTFILE, ~/.bash_history, "
+        "~/.zsh_history, ~/.zhistory and fish's fish_history, whichever exist.",
+    )
+    poll_interval_s: float = Field(2.0, gt=0, description="How often the files are checked.")
+    initial_entries: int = Field(
+        200,
+        ge=0,
+        le=10000,
+        description="Commands imported from the end of a file seen for the first time "
+        "(0 = only commands written after that).",
+    )
+    ignore_space: bool = Field(
+        True, description="Skip commands that start with a space (HISTCONTROL=ignorespace)."
+    )
+    histignore: str = Field(
+        "", description="Colon-separated globs of commands to skip, as bash's HISTIGNORE."
+    )
+    use_env_histignore: bool = Field(
+        True, description="Also apply $HISTIGNORE when the daemon's environment has it."
+    )
+    trivial_commands: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_TRIVIAL),
+        description="Globs of simple commands (no pipes, chaining or redirection) skipped "
+        "as trivial.",
+    )
+    max_command_bytes: int = Field(
+        16 * 1024, ge=256, description="Longer commands are dropped as too_large."
+    )
+    max_read_bytes: int = Field(
+        1024 * 1024, ge=4096, description="Bytes read from one file per poll (work bound)."
+    )
+
+
+class ClipboardConfig(_Section):
+    enabled: bool = Field(False, description="Watch the clipboard for copied text.")
+    poll_interval_s: float = Field(1.0, gt=0, description="How often the clipboard is read.")
+    max_bytes: int = Field(
+        32 * 1024, ge=64, description="Larger text (UTF-8 bytes) is dropped as too_large."
+    )
+    ignore_bare_urls: bool = Field(
+        True, description="Drop text that is a single URL and nothing else (bare_url)."
+    )
+    concealed_markers: list[str] = Field(
+        default_factory=lambda: [
+            "x-kde-passwordManagerHint",
+            "org.nspasteboard.ConcealedType",
+            "org.nspasteboard.TransientType",
+            "ExcludeClipboardContentFromMonitorProcessing",
+        ],
+        description="Clipboard targets/types that mark content as secret or not to record.",
+    )
+    denied_apps: list[str] = Field(
+        default_factory=lambda: [
+            "1password",
+            "bitwarden",
+            "keepass",
+            "lastpass",
+            "dashlane",
+            "enpass",
+            "keeper",
+            "nordpass",
+            "protonpass",
+            "com.apple.keychainaccess",
+            "com.apple.passwords",
+        ],
+        description="Source apps (case-insensitive substrings of the app id) whose copies "
+        "are dropped; the source is known on macOS only (org.nspasteboard.source).",
+    )
+    probe_timeout_s: float = Field(
+        2.0, gt=0, description="Timeout of one xclip/wl-paste/osascript call."
+    )
+
+
+class GitConfig(_Section):
+    enabled: bool = Field(True, description="Watch git repositories for commits and switches.")
+    roots: list[str] = Field(
+        default_factory=lambda: ["~"],
+        description="Folders searched for repositories (~ allowed); hidden, dependency and "
+        "build folders are skipped.",
+    )
+    max_depth: int = Field(
+        3, ge=0, le=10, description="Folder levels below a root searched for repositories."
+    )
+    ignore_dirs: list[str] = Field(
+        default_factory=list, description="More folder names never searched for repositories."
+    )
+    max_repos: int = Field(500, ge=1, description="Repositories watched at most.")
+    git_binary: str = Field("git", description="The git executable (a name on PATH or a path).")
+    poll_interval_s: float = Field(
+        2.0, gt=0, description="How often each repository's HEAD and reflog are checked."
+    )
+    rediscover_interval_s: float = Field(
+        300.0, gt=0, description="How often the roots are searched again for new repositories."
+    )
+    max_commits_per_poll: int = Field(
+        20,
+        ge=1,
+        le=1000,
+        description="Commit events per repository per poll; older commits "
+        "of the same burst become one commit_batch event.",
+    )
+    max_files_listed: int = Field(
+        20,
+        ge=1,
+        le=1000,
+        description="Changed paths named in an event; larger changes are "
+        "summarised as counts and their busiest folders.",
+    )
+    max_line_count_files: int = Field(
+        2000,
+        ge=0,
+        description="Line totals (+/-) are counted only for changes of at most "
+        "this many files (counting reads every changed file).",
+    )
+    max_message_chars: int = Field(
+        4000, ge=0, description="Commit message body kept in a commit event."
+    )
+    worktree_changes: bool = Field(
+        True, description="Emit worktree_changed events for uncommitted changes."
+    )
+    worktree_interval_s: float = Field(
+        60.0, gt=0, description="Least time between two git status runs of one repository."
+    )
+    worktree_min_gap_s: float = Field(
+        120.0, ge=0, description="Least time between two worktree_changed events of a repository."
+    )
+    status_cpu_budget: float = Field(
+        0.005, gt=0, le=1, description="Share of one core all git status runs may use together."
+    )
+    command_timeout_s: float = Field(30.0, gt=0, description="A git command is killed after this.")
+    max_reflog_bytes: int = Field(
+        256 * 1024, ge=4096, description="Reflog bytes read per repository per poll."
+    )
+
+
+class FilterConfig(_Section):
+    min_chars: int = Field(3, ge=0, description="Shorter texts are dropped as too_short.")
+    max_chars: int = Field(
+        100_000, ge=1, description="Longer texts are dropped as too_long (watchers cap first)."
+    )
+    deny_patterns: list[str] = Field(
+        default_factory=list,
+        description="Regular expressions; an event whose text matches one is dropped.",
+    )
+    deny_paths: list[str] = Field(
+        default_factory=lambda: ["*.log", "*.min.js", "*.min.css", "*.map"],
+        description="Globs (~ allowed); an event whose path matches one is dropped. A glob "
+        "without / matches the file name.",
+    )
+    frequency_max: int = Field(
+        3, ge=0, description="The same content is kept at most this often per window (0 = off)."
+    )
+    frequency_window_s: float = Field(
+        600.0, gt=0, description="The window of the frequency limit, in seconds."
+    )
+    frequency_max_keys: int = Field(
+        10_000, ge=16, description="Distinct contents the frequency limit remembers."
+    )
+    min_score: float = Field(
+        0.3, ge=0, le=1, description="Content score an event needs, unless its source has one."
+    )
+    min_score_by_source: dict[str, float] = Field(
+        default_factory=lambda: {
+            "terminal": 0.3,
+            "filesystem": 0.3,
+            "clipboard": 0.4,
+            "git": 0.1,
+            "git:worktree_changed": 0.3,
+        },
+        description="Content score needed per watcher, or per watcher:kind.",
+    )
+    keywords: dict[str, float] = Field(
+        default_factory=lambda: dict(DEFAULT_KEYWORDS),
+        description="Words (whole, case-insensitive) that raise the score, with their weight.",
+    )
+    keyword_cap: float = Field(0.4, ge=0, le=1, description="Most that keywords add in all.")
+    score_max_chars: int = Field(
+        20_000, ge=100, description="Characters of a text that are scored (bounds the cost)."
+    )
+    auto_exclude_per_hour: int = Field(
+        30, ge=0, description="Rejections per hour that exclude a path at runtime (0 = off)."
+    )
+    auto_exclude_watchers: list[str] = Field(
+        default_factory=lambda: ["filesystem"],
+        description="Watchers whose paths may be excluded automatically.",
+    )
+    auto_exclude_min_files: int = Field(
+        3, ge=1, description="Different rejected files a folder needs before it is excluded."
+    )
+
+    @field_validator("deny_patterns")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from exc
+        return patterns
+
+
+class ProjectSpec(_Section):
+    name: str = Field(..., min_length=1, description="The project's name in memories.")
+    paths: list[str] = Field(
+        default_factory=list, description="Folders of the project (~ allowed)."
+    )
+    aliases: list[str] = Field(
+        default_factory=list,
+        description="Other names that mean this project (repository or folder names).",
+    )
+
+
+class PerceptionConfig(_Section):
+    queue_size: int = Field(
+        4096, ge=16, description="Watcher events waiting for the filter (oldest dropped above)."
+    )
+    projects: list[ProjectSpec] = Field(
+        default_factory=list,
+        description="Known projects: name, paths and aliases, e.g. [{name: mnemonic, "
+        "paths: [~/src/mnemonic], aliases: [mn]}]. Else the git root's name, else the folder's.",
+    )
+
+
 class LoggingConfig(_Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "INFO", description="Log level; memory content is only logged at DEBUG."
@@ -266,6 +577,24 @@ class Config(BaseSettings):
     agents: AgentsConfig = Field(
         default_factory=AgentsConfig, description="Supervision of background agents."
     )
+    perception: PerceptionConfig = Field(
+        default_factory=PerceptionConfig, description="Watcher events -> filter -> memories."
+    )
+    filter: FilterConfig = Field(
+        default_factory=FilterConfig,
+        description="The heuristic filter: what watcher events are worth remembering.",
+    )
+    filesystem: FilesystemWatcherConfig = Field(
+        default_factory=FilesystemWatcherConfig,
+        description="The filesystem watcher (nothing is watched until roots are set).",
+    )
+    shell_history: ShellHistoryConfig = Field(
+        default_factory=ShellHistoryConfig, description="The shell history watcher."
+    )
+    clipboard: ClipboardConfig = Field(
+        default_factory=ClipboardConfig, description="The clipboard watcher (off by default)."
+    )
+    git: GitConfig = Field(default_factory=GitConfig, description="The git watcher.")
     logging: LoggingConfig = Field(
         default_factory=LoggingConfig, description="Logs (stderr and the log folder)."
     )
@@ -274,7 +603,8 @@ class Config(BaseSettings):
 def load_config(path: Path | None = None, **overrides: Any) -> Config:
     """Build the config from ``path`` (optional YAML), the environment and ``overrides``.
 
-    ``MNEMONIC_PORT`` is honoured as a short form of ``MNEMONIC_SERVER__PORT``.
+    Short aliases such as ``MNEMONIC_PORT`` are not read here: the CLI turns them into
+    overrides (``mnemonic.config_sources.alias_overrides``) so that they rank like flags.
     """
     yaml_file = path if path is not None and path.exists() else None
 
@@ -313,6 +643,8 @@ def render_default_yaml() -> str:
         for key, info in type(section).model_fields.items():
             value = getattr(section, key)
             comment = info.description or ""
+            if isinstance(value, tuple):
+                value = list(value)
             if isinstance(value, dict | list):
                 lines.append(f"  # {comment}")
                 dumped = yaml.safe_dump({key: value}, sort_keys=False, default_flow_style=False)

@@ -17,17 +17,23 @@ from starlette.routing import WebSocketRoute
 
 from mnemonic import __version__
 from mnemonic.agents.encoding import EncodingAgent
+from mnemonic.agents.perception import Perceived, PerceptionAgent, WatcherAgent, redacting
 from mnemonic.api.app import build_app
 from mnemonic.api.browse_routes import build_browse_routes
+from mnemonic.api.exclusion_routes import build_exclusion_routes
+from mnemonic.api.metrics import Metrics, MetricsSnapshot, fold_serials
 from mnemonic.api.ws import EventStream
 from mnemonic.app.activity import ActivityLog
 from mnemonic.app.browse import BrowseService
+from mnemonic.app.exclusions import ExclusionService
 from mnemonic.app.reembed import ReembedProgress, reembed
-from mnemonic.app.service import MemoryService
+from mnemonic.app.service import MemoryService, RememberInput
 from mnemonic.config import Config, EmbeddingConfig, render_default_yaml
+from mnemonic.errors import StorageUnavailable
 from mnemonic.events.bus import EventBus
 from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.paths import Paths
+from mnemonic.perception import HeuristicFilter, ProjectResolver, RuntimeExclusions
 from mnemonic.recall.pipeline import Recaller
 from mnemonic.redact import redact
 from mnemonic.runtime.clock import SystemClock
@@ -35,9 +41,11 @@ from mnemonic.runtime.schedule import PeriodicJob
 from mnemonic.runtime.supervisor import Agent, Supervisor
 from mnemonic.store.browse import SQLiteBrowser
 from mnemonic.store.database import Database
+from mnemonic.store.exclusions import SQLiteExclusions
 from mnemonic.store.sqlite import SQLiteStore
 from mnemonic.store.vector_index import PATH_NAME, VectorIndex
 from mnemonic.timeutil import utcnow
+from mnemonic.watchers.base import Watcher
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +101,38 @@ def write_default_config(paths: Paths) -> None:
     if not paths.config_file.exists():
         paths.config_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         paths.config_file.write_text(render_default_yaml(), encoding="utf-8")
+
+
+def build_watchers(cfg: Config, paths: Paths, clock: SystemClock) -> list[Watcher]:
+    """The enabled watchers. Each module is imported only when its watcher is on, so a
+    daemon without git or a clipboard never imports GitPython or pyperclip."""
+    watchers: list[Watcher] = []
+    state_dir = paths.data_dir / "watchers"
+    if cfg.filesystem.enabled and cfg.filesystem.roots:
+        from mnemonic.watchers.filesystem import FilesystemWatcher
+
+        watchers.append(
+            FilesystemWatcher(
+                cfg.filesystem,
+                clock=clock,
+                # the daemon's own folders: watching them would remember its own writes
+                exclude=(paths.config_dir, paths.data_dir, paths.log_dir),
+                state_path=state_dir / "filesystem-index.json",
+            )
+        )
+    if cfg.shell_history.enabled:
+        from mnemonic.watchers.shell_history import ShellHistoryWatcher
+
+        watchers.append(ShellHistoryWatcher(cfg.shell_history, state_dir, clock=clock))
+    if cfg.clipboard.enabled:
+        from mnemonic.watchers.clipboard import ClipboardWatcher
+
+        watchers.append(ClipboardWatcher(cfg.clipboard, clock=clock))
+    if cfg.git.enabled:
+        from mnemonic.watchers.git import GitWatcher
+
+        watchers.append(GitWatcher(cfg.git, clock=clock))
+    return watchers
 
 
 class _OneShot:
@@ -172,12 +212,45 @@ class Daemon:
             clock=utcnow,
         )
         self.browse = BrowseService(self.browser, self.store)
+        self.exclusions = ExclusionService(SQLiteExclusions(self.db), RuntimeExclusions())
+        self.filter = HeuristicFilter(
+            cfg.filter,
+            resolver=ProjectResolver(cfg.perception.projects),
+            exclusions=self.exclusions.runtime,
+            on_auto_exclude=self.exclusions.persist_auto,
+        )
+        self.perception = PerceptionAgent(
+            self.bus.subscribe,
+            self.bus.publish,
+            self.filter,
+            self._remember_perceived,
+            queue_size=cfg.perception.queue_size,
+        )
+        emit = redacting(self.bus.publish, lambda text: redact(text).text)
+        self.watchers = [WatcherAgent(w, emit) for w in build_watchers(cfg, paths, self.clock)]
+        self.metrics = Metrics(self.metrics_snapshot, version=__version__)
+        self.service.recall_observers.append(self.metrics.observe_recall)
+
+    async def _remember_perceived(self, item: Perceived) -> object:
+        return await self.service.remember(
+            RememberInput(
+                content=item.content,
+                source=item.source,
+                project=item.project,
+                timestamp=item.timestamp,
+                metadata=item.metadata,
+                cause=item.cause,
+            )
+        )
 
     async def start(self) -> None:
         """Open the store, load the vector index, subscribe, start the agents."""
         limit_blas_threads()
         await self.db.open()
-        model_changed = await self._record_model(self.embedder)
+        try:
+            model_changed = await self._record_model(self.embedder)
+        except StorageUnavailable:  # read-only data folder: serve reads, health says why
+            model_changed = False
         entries, vectors = await self.store.index_entries(self.embedder.name)
         if entries:
             self.index.add_many(entries, vectors)
@@ -190,11 +263,14 @@ class Daemon:
             name="write-waiters",
             queue_size=self.cfg.encoding.queue_size,
         )
+        await self.exclusions.load()
         agents: list[Agent] = [
             self.encoder,
             PeriodicJob(
                 "encoding-sweep", self.cfg.encoding.sweep_interval_s, self.encoder.sweep, self.clock
             ),
+            self.perception,
+            *self.watchers,
         ]
         if model_changed or await self.store.count_stale_vectors(self.embedder.name):
             agents.append(
@@ -235,6 +311,7 @@ class Daemon:
         self.ready = False
         await self.service.drain()
         await self.supervisor.stop(self.cfg.agents.stop_timeout_s)
+        await self.exclusions.drain()
         await self.bus.close()
         await self.db.close()
 
@@ -248,6 +325,12 @@ class Daemon:
             reasons.append("re-embedding after a model change")
         if self.db.write_failure:
             reasons.append(f"writes failing: {self.db.write_failure}")
+        for agent in self.watchers:
+            watched = agent.watcher.health()
+            if watched.state == "degraded":
+                reasons.append(f"{agent.name}: {watched.message}")
+        if self.perception.write_errors:
+            reasons.append(f"perception could not store events: {self.perception.last_error}")
         for status in self.supervisor.statuses():
             if status.state == "restarting":
                 reasons.append(f"agent {status.name} crashed: {status.last_error}")
@@ -314,9 +397,30 @@ class Daemon:
                 ],
             },
             "websocket": {"clients": self.stream.clients, "per_client": self.stream.stats()},
+            "perception": self.perception.stats(),
             "agents": [s.to_json() for s in self.supervisor.statuses()],
             "last_errors": self.activity.last_errors(),
         }
+
+    async def metrics_snapshot(self) -> MetricsSnapshot:
+        """What ``/metrics`` reports beyond request counts: aggregate gauges only, no
+        per-memory labels (cardinality stays bounded however large the store grows)."""
+        breakdown = await self.browse.breakdown()
+        bus = self.bus.stats()
+        queues = {"encoding": self.encoder.backlog}
+        queues.update(fold_serials((f"bus:{s.name}", s.depth) for s in bus))
+        drops = fold_serials((f"bus:{s.name}", s.dropped) for s in bus)
+        for reason, n in self.filter.stats()["dropped"].items():
+            drops[f"filter:{reason}"] = n
+        return MetricsSnapshot(
+            memories_by_state=breakdown["by_state"],
+            raw_by_status=breakdown["raw_by_status"],
+            queue_depths=queues,
+            drops=drops,
+            events_published=self.bus.published,
+            websocket_clients=self.stream.clients,
+            vectors=len(self.index),
+        )
 
     def app(self) -> Starlette:
         """The ASGI app; its lifespan starts and stops the daemon."""
@@ -339,31 +443,30 @@ class Daemon:
             lifespan=lifespan,
             extra_routes=[
                 *build_browse_routes(self.service, self.browse, self.activity, self.stats),
+                *build_exclusion_routes(self.exclusions),
                 WebSocketRoute("/ws", self.stream.endpoint),
             ],
+            metrics=self.metrics,
         )
 
 
-def serve(cfg: Config, paths: Paths) -> None:
-    """Run the daemon in the foreground until SIGINT/SIGTERM."""
-    import uvicorn
+def serve(cfg: Config, paths: Paths) -> int:
+    """Run the daemon in the foreground until SIGINT/SIGTERM; returns the exit code.
 
+    The runner owns the process concerns (instance lock, socket, database check, signals,
+    sd_notify); this function only says how to build the app once those are settled."""
+    from mnemonic import runner
     from mnemonic.logs import setup_logging
 
     paths.ensure()
     setup_logging(cfg.logging.level, paths.log_dir)
     write_default_config(paths)
     token = load_or_create_token(paths)
-    daemon = Daemon(cfg, paths, token)
+
+    def build(notices: list[str]) -> Starlette:
+        return Daemon(cfg, paths, token, notices=notices).app()
+
     log.info(
         "serving on http://%s:%d (data in %s)", cfg.server.host, cfg.server.port, paths.data_dir
     )
-    uvicorn.run(
-        daemon.app(),
-        host=cfg.server.host,
-        port=cfg.server.port,
-        log_level="warning",
-        access_log=False,
-        lifespan="on",
-        timeout_graceful_shutdown=5,
-    )
+    return runner.run(build, host=cfg.server.host, port=cfg.server.port, paths=paths)

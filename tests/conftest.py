@@ -17,6 +17,19 @@ from mnemonic.llm.embedding.onnx import OnnxEmbedder
 from mnemonic.paths import Paths, resolve_paths
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _hermetic_watchers() -> Iterator[None]:
+    """Daemons in tests (in-process and subprocesses) must not read this machine's shell
+    history or scan its home folder for git repositories: the watchers that are on by
+    default are switched off here, and the perception tests switch them on explicitly
+    with their own roots."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("MNEMONIC_SHELL_HISTORY__ENABLED", "false")
+    mp.setenv("MNEMONIC_GIT__ENABLED", "false")
+    yield
+    mp.undo()
+
+
 @pytest.fixture(scope="session")
 def embedder() -> OnnxEmbedder:
     return OnnxEmbedder()

@@ -1,4 +1,4 @@
-"""The Starlette application: routes, the security guard and error mapping."""
+"""The Starlette application: routes, metrics, the security guard and error mapping."""
 
 from __future__ import annotations
 
@@ -12,8 +12,13 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Match, Route
+from starlette.types import Scope
 
+from mnemonic import __version__
+from mnemonic.api.docs import docs_routes
+from mnemonic.api.metrics import Metrics, MetricsMiddleware, metrics_route
+from mnemonic.api.openapi import openapi_endpoint
 from mnemonic.api.routes import BadRequest, HealthFn, build_routes
 from mnemonic.api.security import BodyTooLarge, SecurityMiddleware
 from mnemonic.app.service import MemoryService
@@ -34,6 +39,7 @@ def build_app(
     ready: Callable[[], bool],
     lifespan: Lifespan | None = None,
     extra_routes: Sequence[BaseRoute] = (),
+    metrics: Metrics | None = None,
 ) -> Starlette:
     async def livez(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -42,16 +48,23 @@ def build_app(
         ok = ready()
         return JSONResponse({"ready": ok}, status_code=200 if ok else 503)
 
-    routes = [
+    metrics = metrics or Metrics(version=__version__)
+    routes: list[BaseRoute] = [
         Route("/livez", livez, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         *build_routes(service, health),
         *extra_routes,
+        metrics_route(metrics),
+        *docs_routes(),
     ]
-    return Starlette(
+    # It reads the final list at its first request, so it documents itself too.
+    routes.append(openapi_endpoint(routes, version=__version__))
+    app = Starlette(
         routes=routes,
         middleware=[
-            Middleware(SecurityMiddleware, port=port, token=token, max_body_bytes=max_body_bytes)
+            # Outside the guard, so rejected requests are counted too.
+            Middleware(MetricsMiddleware, metrics=metrics, routes=routes),
+            Middleware(SecurityMiddleware, port=port, token=token, max_body_bytes=max_body_bytes),
         ],
         exception_handlers={
             BadRequest: _bad_request,
@@ -64,6 +77,8 @@ def build_app(
         },
         lifespan=lifespan,
     )
+    app.state.metrics = metrics
+    return app
 
 
 async def _bad_request(request: Request, exc: Exception) -> Response:
@@ -96,7 +111,21 @@ async def _unavailable(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    return JSONResponse({"error": exc.detail, "status": exc.status_code}, exc.status_code)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        # Starlette names only the first route of the path; one path has several here.
+        headers["Allow"] = allowed_methods(request.app.router.routes, request.scope)
+    body = {"error": exc.detail, "status": exc.status_code}
+    return JSONResponse(body, exc.status_code, headers=headers)
+
+
+def allowed_methods(routes: Sequence[BaseRoute], scope: Scope) -> str:
+    """The Allow of a 405 (RFC 9110): every method of the template the router chose,
+    which several routes may share (``/memories/batch`` is not ``/memories/{memory_id}``)."""
+    http = [route for route in routes if isinstance(route, Route)]
+    chosen = next((r.path for r in http if r.matches(scope)[0] is not Match.NONE), None)
+    methods = {m for r in http if r.path == chosen for m in r.methods or ()}
+    return ", ".join(sorted(methods))
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:

@@ -28,12 +28,17 @@ class BadRequest(Exception):
         self.payload = payload
 
 
+def _no_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON (RFC 8259); Python's parser accepts them by default."""
+    raise ValueError(f"{name} is not valid JSON")
+
+
 async def parse(request: Request, model: type[B]) -> B:
     """JSON that does not parse is 400; JSON of the wrong shape is 422 naming the fields."""
     raw = await request.body()
     try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        data = json.loads(raw, parse_constant=_no_constant)
+    except (json.JSONDecodeError, UnicodeDecodeError, ValueError) as exc:
         raise BadRequest(400, {"error": f"invalid JSON: {exc}"}) from None
     try:
         return model.model_validate(data)
@@ -60,8 +65,17 @@ def _remembered(r: Remembered) -> dict[str, Any]:
     return {"raw_id": r.raw_id, "memory_id": r.memory_id, "status": r.status.value}
 
 
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
 def _wait(request: Request) -> bool:
-    return request.query_params.get("wait", "false").lower() in ("1", "true", "yes")
+    """``?wait=``: a boolean; anything else is 422 rather than silently "no"."""
+    value = request.query_params.get("wait", "false").strip().lower()
+    if value in _TRUE or value in _FALSE:
+        return value in _TRUE
+    detail = {"field": "wait", "message": "must be true or false"}
+    raise BadRequest(422, {"error": "validation failed", "details": [detail]})
 
 
 def build_routes(service: MemoryService, health: HealthFn) -> list[Route]:

@@ -30,6 +30,7 @@ from mnemonic.events.types import (
 from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.recall.pipeline import Recaller
 from mnemonic.recall.ranking import Scored
+from mnemonic.redact import redact_json
 from mnemonic.store.base import (
     Accepted,
     AssociationStore,
@@ -209,7 +210,7 @@ class MemoryService:
             source=item.source,
             project=item.project.strip(),
             timestamp=item.timestamp or self._clock(),
-            metadata=_redact_json(item.metadata, self._redact),
+            metadata=redact_json(item.metadata, self._redact),
             type=item.type,
         )
         enc = encode(
@@ -408,16 +409,6 @@ def _index_entry(memory: Memory) -> IndexEntry:
 
 def _salience_table(raw: dict[str, float]) -> dict[MemoryType, float]:
     return {MemoryType(k): v for k, v in raw.items() if k in MemoryType._value2member_map_}
-
-
-def _redact_json(value: Any, redact: Redactor) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {k: _redact_json(v, redact) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redact_json(v, redact) for v in value]
-    return value
 
 
 def _filters_json(filters: Filters) -> dict[str, object]:

@@ -15,6 +15,7 @@ from mnemonic.redact.engine import (
     Redaction,
     marker,
     redact,
+    redact_json,
 )
 from mnemonic.redact.paths import is_secret_path
 from mnemonic.redact.rules import KINDS
@@ -28,4 +29,5 @@ __all__ = [
     "is_secret_path",
     "marker",
     "redact",
+    "redact_json",
 ]

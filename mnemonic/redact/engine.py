@@ -24,8 +24,9 @@ from __future__ import annotations
 import re
 import sys
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from mnemonic.redact.rules import (
     PEM_BEGIN,
@@ -424,3 +425,15 @@ class _Markers:
         """Whether ``[start, end)`` shares or touches a character of a marker."""
         i = bisect_right(self.ends, start - 1)
         return i < len(self.spans) and self.spans[i][0] <= end
+
+
+def redact_json(value: Any, redact_text: Callable[[str], str]) -> Any:
+    """``value`` (JSON-like: dicts, lists, tuples, scalars) with every string redacted,
+    keys included: metadata travels with the content and can carry a secret too."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, Mapping):
+        return {redact_json(k, redact_text): redact_json(v, redact_text) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_json(v, redact_text) for v in value]
+    return value

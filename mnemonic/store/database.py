@@ -118,15 +118,67 @@ class Database:
         self._write_lock = asyncio.Lock()
         self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._all_readers: list[aiosqlite.Connection] = []
+        self._stale: set[aiosqlite.Connection] = set()  # replaced readers still in use
+        self._closing: set[asyncio.Future[None]] = set()
         self.schema_version = 0
 
     async def open(self) -> None:
+        """Migrate and open the writer and readers. A data folder that cannot be written
+        (read-only mount, full disk at start) still serves reads when the file exists:
+        readers open it immutable, writes answer "storage unavailable", and the first
+        write after the folder is writable again reopens everything."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            await self._open_writable()
+        except sqlite3.Error as exc:
+            if _storage_code(exc) is None or not self.path.exists():
+                raise
+            await self._open_read_only(exc)
+
+    async def _open_writable(self) -> None:
         self.schema_version = await asyncio.to_thread(migrate, self.path, self._cfg)
-        self._writer = await self._connect(read_only=False)
-        for _ in range(self._cfg.read_connections):
-            reader = await self._connect(read_only=True)
-            self._all_readers.append(reader)
+        writer = await self._connect(read_only=False)
+        readers = [await self._connect(read_only=True) for _ in range(self._cfg.read_connections)]
+        self._writer = writer
+        self._swap_readers(readers)
+
+    async def _open_read_only(self, exc: sqlite3.Error) -> None:
+        readers = [await self._connect_immutable() for _ in range(self._cfg.read_connections)]
+        version = await _on_thread(
+            readers[0], lambda c: int(c.execute("PRAGMA user_version").fetchone()[0])
+        )
+        latest = list_migrations()[-1][0]
+        if version != latest:
+            for reader in readers:
+                await reader.close()
+            raise exc  # an older schema cannot be served without migrating it first
+        self.schema_version = version
+        self._swap_readers(readers)
+        self.write_failure = f"the data folder cannot be written ({exc}); serving reads only"
+        log.warning("opened %s read-only: %s", self.path, exc)
+
+    async def _reopen_writable(self) -> None:
+        """Called with the write lock held while only readers are open."""
+        try:
+            await self._open_writable()
+        except sqlite3.Error as exc:
+            if _storage_code(exc) is None:
+                raise
+            self.write_failure = f"the data folder cannot be written ({exc}); serving reads only"
+            raise StorageUnavailable(f"storage unavailable: {exc}") from exc
+        log.info("the data folder is writable again: writes resume")
+        self.write_failure = None
+
+    def _swap_readers(self, readers: list[aiosqlite.Connection]) -> None:
+        """Replace the reader pool; readers in use are closed when they come back."""
+        self._stale.update(self._all_readers)
+        while not self._readers.empty():
+            idle = self._readers.get_nowait()
+            if idle in self._stale:
+                self._stale.discard(idle)
+                self._closing.add(asyncio.ensure_future(idle.close()))
+        self._all_readers = list(readers)
+        for reader in readers:
             self._readers.put_nowait(reader)
 
     async def _connect(self, *, read_only: bool) -> aiosqlite.Connection:
@@ -135,36 +187,70 @@ class Database:
         await _on_thread(conn, partial(configure, cfg=self._cfg, read_only=read_only))
         return conn
 
+    async def _connect_immutable(self) -> aiosqlite.Connection:
+        """A reader that needs no ``-shm``/``-wal`` (which a read-only folder cannot hold):
+        SQLite trusts the file not to change, true while nobody can write it."""
+        uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
+        conn = await aiosqlite.connect(uri, uri=True, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        await conn.execute("PRAGMA query_only=ON")
+        return conn
+
+    async def _drop_writer(self) -> None:
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            try:
+                await writer.close()
+            except sqlite3.Error as exc:
+                log.debug("closing the failed writer: %s", exc)
+
     async def close(self) -> None:
         """Checkpoint the WAL into the main file, then close every connection."""
         if self._writer is not None:
             async with self._write_lock:
-                await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                try:
+                    await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                except sqlite3.Error as exc:  # full or read-only: the WAL stays, still valid
+                    log.warning("could not checkpoint the WAL at close: %s", exc)
                 await self._writer.close()
             self._writer = None
         for reader in self._all_readers:
             await reader.close()
         self._all_readers.clear()
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
 
-    async def run_write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    async def run_write(
+        self, fn: Callable[[sqlite3.Connection], T], *, bookkeeping: bool = False
+    ) -> T:
         """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction on the writer's thread.
 
         One thread hop per unit of work instead of one per statement; the lock keeps the
-        writer's transactions strictly one after another.
+        writer's transactions strictly one after another. A ``bookkeeping`` write (a query
+        log row) is small enough to fit in WAL pages a nearly full disk still has, so its
+        success does not count as the storage having recovered.
         """
-        if self._writer is None:
+        if self._writer is None and not self._all_readers:
             raise RuntimeError("database is not open")
         async with self._write_lock:
+            if self._writer is None:
+                await self._reopen_writable()
             writer = self._writer
+            assert writer is not None
             try:
-                result = await _on_thread(writer, partial(_in_transaction, fn=fn))
+                result, changed = await _on_thread(writer, partial(_in_transaction, fn=fn))
             except sqlite3.Error as exc:
                 if _storage_code(exc) is None:
                     raise
                 self.write_failure = f"{type(exc).__name__}: {exc}"
                 log.warning("write failed, storage unavailable: %s", self.write_failure)
+                # SQLite may have fallen back to read-only on this connection for good:
+                # the next write opens a fresh one (and finds out whether the disk recovered)
+                await self._drop_writer()
                 raise StorageUnavailable(f"storage unavailable: {exc}") from exc
-            if self.write_failure is not None:
+            # only a commit that changed rows proves the disk takes writes again: a no-op
+            # transaction commits without writing a page even on a full disk
+            if self.write_failure is not None and changed and not bookkeeping:
                 log.info("writes succeed again after: %s", self.write_failure)
                 self.write_failure = None
             return result
@@ -177,7 +263,11 @@ class Database:
         try:
             return await _on_thread(conn, fn)
         finally:
-            self._readers.put_nowait(conn)
+            if conn in self._stale:
+                self._stale.discard(conn)
+                await conn.close()
+            else:
+                self._readers.put_nowait(conn)
 
 
 # SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN (primary codes)
@@ -205,7 +295,11 @@ async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connectio
     return await run(fn, conn._conn)
 
 
-def _in_transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+def _in_transaction(
+    conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]
+) -> tuple[T, bool]:
+    """``fn``'s result, and whether the committed transaction changed any row."""
+    before = conn.total_changes
     conn.execute("BEGIN IMMEDIATE")
     try:
         result = fn(conn)
@@ -213,4 +307,4 @@ def _in_transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection],
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-    return result
+    return result, conn.total_changes != before

@@ -444,7 +444,7 @@ class SQLiteStore(_VectorMaintenance):
                     [now, *seqs],
                 )
 
-        await self.db.run_write(work)
+        await self.db.run_write(work, bookkeeping=True)
 
     async def get_query(self, query_id: str) -> QueryRecord | None:
         def work(conn: sqlite3.Connection) -> QueryRecord | None:

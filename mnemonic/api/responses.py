@@ -1,0 +1,402 @@
+"""Response bodies of the REST API, as pydantic models.
+
+They exist for the OpenAPI document (``openapi.py``): the routes build their answers with
+``serialize.py`` and the route modules, and these models describe exactly those shapes.
+Every model forbids extra fields, so the schema says ``additionalProperties: false``; the
+fuzzing test validates every answer against it, and a field added to a serializer without
+its model here fails that test instead of drifting silently out of the documentation.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mnemonic.store.models import MemoryState, MemoryType, RawStatus, Relation, Source
+
+Unit = Annotated[float, Field(ge=0, le=1)]
+Count = Annotated[int, Field(ge=0)]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---- errors ---------------------------------------------------------------------------------
+
+
+class Error(_Out):
+    """Every 4xx/5xx answer: a readable message and the status repeated in the body."""
+
+    error: str
+    status: int
+    retry: str | None = Field(None, description="503 only: when writes resume.")
+
+
+class FieldError(_Out):
+    field: str = Field(description="Dotted path of the offending field ('body' or 'query').")
+    message: str
+
+
+class ValidationError(_Out):
+    """422: the body or query had the wrong shape; one entry per offending field."""
+
+    error: str
+    details: list[FieldError]
+    status: Literal[422]
+
+
+# ---- probes ---------------------------------------------------------------------------------
+
+
+class Live(_Out):
+    status: Literal["ok"]
+
+
+class Ready(_Out):
+    ready: bool
+
+
+# ---- memories -------------------------------------------------------------------------------
+
+
+class Memory(_Out):
+    """An encoded memory (never its vector)."""
+
+    id: str
+    content: str
+    summary: str
+    concepts: list[str]
+    type: MemoryType
+    source: Source
+    project: str | None
+    state: MemoryState
+    salience: Unit
+    significance: Unit
+    utility: Annotated[float, Field(ge=0)]
+    access_count: Count
+    timestamp: datetime
+    created_at: datetime
+    updated_at: datetime
+    metadata: dict[str, Any]
+    raw_id: str
+    merged_into: str | None = Field(description="The gist this memory was merged into.")
+
+
+class RawMemory(_Out):
+    """The observation as received (after redaction) and its encoding status."""
+
+    id: str
+    content: str
+    source: Source
+    type: MemoryType | None
+    project: str | None
+    timestamp: datetime
+    created_at: datetime
+    metadata: dict[str, Any]
+    status: RawStatus
+    memory_id: str | None
+    attempts: Count
+    error: str | None
+
+
+class Remembered(_Out):
+    raw_id: str
+    memory_id: str | None
+    status: RawStatus
+
+
+class RememberedBatch(_Out):
+    results: list[Remembered]
+
+
+class Explain(_Out):
+    """Why a result ranked where it did: additive contributions that sum to the score."""
+
+    contributions: dict[str, float]
+    multiplier: float
+    direct: float
+    spread: float
+    fts_rank: int | None
+    vector_rank: int | None
+    cosine: float | None
+
+
+class RecallResult(_Out):
+    memory: Memory
+    score: float
+    explain: Explain | None = Field(None, description="Present when the query asked for it.")
+
+
+class QueryAnswer(_Out):
+    query_id: str = Field(description="Quote it in /api/v1/feedback.")
+    results: list[RecallResult]
+    took_ms: Annotated[float, Field(ge=0)]
+
+
+class FeedbackDone(_Out):
+    query_id: str
+    updated: Count
+
+
+# ---- health ---------------------------------------------------------------------------------
+
+
+class Reembedding(_Out):
+    running: bool
+    done: Count
+    total: Count
+
+
+class EmbeddingHealth(_Out):
+    model: str
+    dim: int
+    backlog: Count
+    reembedding: Reembedding
+
+
+class VectorIndexHealth(_Out):
+    path: str
+    vectors: Count
+    storage: str
+    bytes: Count
+
+
+class AgentStatus(_Out):
+    name: str
+    state: str = Field(description="starting, running, restarting, finished or stopped.")
+    restarts: Count
+    last_error: str | None
+    last_error_at: datetime | None
+
+
+class AgentHealth(AgentStatus):
+    detail: dict[str, Any] = Field(description="Agent-specific progress and counters.")
+
+
+class Health(_Out):
+    status: Literal["ok", "degraded"]
+    reasons: list[str]
+    version: str
+    pid: int
+    url: str
+    uptime_s: Annotated[float, Field(ge=0)]
+    memories: dict[str, int]
+    embedding: EmbeddingHealth
+    vector_index: VectorIndexHealth
+    agents: list[AgentHealth]
+    schema_version: int
+
+
+# ---- browsing -------------------------------------------------------------------------------
+
+
+class MemoryPage(_Out):
+    items: list[Memory]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page.")
+
+
+class Node(_Out):
+    """A memory in a graph or a list of links: enough to draw and label it."""
+
+    id: str
+    summary: str
+    type: MemoryType
+    source: Source
+    project: str | None
+    state: MemoryState
+    salience: Unit
+    timestamp: datetime
+
+
+class Link(_Out):
+    memory: Node
+    relation: Relation
+    strength: Unit
+    activation_count: Count
+    created_at: datetime
+
+
+class Amendment(_Out):
+    old_content: str
+    new_content: str
+    reason: str | None
+    created_at: datetime
+
+
+class MemoryContext(_Out):
+    memory: Memory
+    associations: list[Link]
+    neighbours: list[Node] = Field(description="Same-project memories just before and after.")
+    amendments: list[Amendment]
+
+
+class Edge(_Out):
+    source: str
+    target: str
+    relation: Relation
+    strength: Unit
+
+
+class Graph(_Out):
+    nodes: list[Node]
+    edges: list[Edge]
+    truncated: bool = Field(description="True when the node limit cut the graph short.")
+
+
+class Association(_Out):
+    source: str
+    target: str
+    relation: Relation
+    strength: Unit
+    activation_count: Count
+    created_at: datetime
+    updated_at: datetime
+
+
+class AssociationPage(_Out):
+    items: list[Association]
+    next_cursor: str | None
+
+
+class Project(_Out):
+    name: str | None = Field(description="null for memories stored without a project.")
+    memories: Count
+    active: Count
+    first_at: datetime | None
+    last_at: datetime | None
+
+
+class Projects(_Out):
+    items: list[Project]
+
+
+class EventContext(_Out):
+    id: str
+    parent_id: str | None
+
+
+class EventOut(_Out):
+    """A bus event as the activity log and ``/ws`` send it."""
+
+    type: str
+    at: datetime
+    context: EventContext
+    payload: dict[str, Any]
+
+
+class Activity(_Out):
+    items: list[EventOut]
+
+
+# ---- stats ----------------------------------------------------------------------------------
+
+
+class MemoryCounts(_Out):
+    total: Count
+    by_state: dict[str, int]
+    by_source: dict[str, int]
+    by_type: dict[str, int]
+    by_project: dict[str, int] = Field(description="The 100 largest projects ('' = none).")
+    associations: Count
+
+
+class FailedRaw(_Out):
+    raw_id: str
+    error: str | None
+    attempts: Count
+    created_at: datetime
+
+
+class RawCounts(_Out):
+    by_status: dict[str, int]
+    failed: list[FailedRaw]
+
+
+class Subscriber(_Out):
+    name: str
+    depth: Count
+    capacity: Count
+    delivered: Count
+    dropped: Count
+    failed: Count
+
+
+class BusStats(_Out):
+    published: Count
+    dropped: Count
+    subscribers: list[Subscriber]
+
+
+class WsClient(_Out):
+    depth: Count
+    dropped: Count
+
+
+class WebSocketStats(_Out):
+    clients: Count
+    per_client: list[WsClient]
+
+
+class LastError(_Out):
+    at: datetime
+    component: str
+    error: str
+    raw_id: str | None = None
+
+
+class Exclusion(_Out):
+    path: str = Field(description="Absolute path; everything below it is ignored too.")
+    reason: str = Field(description="`manual`, the reason given, or `auto:<drop reason>`.")
+    origin: Literal["user", "auto"]
+    created_at: datetime
+
+
+class ExclusionAdded(Exclusion):
+    created: bool = Field(description="False when the path was already excluded.")
+
+
+class Exclusions(_Out):
+    items: list[Exclusion]
+
+
+class ExclusionRemoved(_Out):
+    path: str
+    removed: bool
+
+
+class FilterStats(_Out):
+    seen: Count
+    accepted: Count
+    dropped: dict[str, int] = Field(description="Drops by reason, zeros included.")
+    auto_excluded: Count
+    llm_errors: Count
+    exclusions: Count
+    frequency_keys: Count
+
+
+class RuntimeExclusion(_Out):
+    path: str
+    reason: str
+    created_at: datetime
+
+
+class PerceptionStats(_Out):
+    filter: FilterStats
+    watcher_drops: dict[str, int] = Field(description="Drops the watchers made themselves.")
+    remembered: Count
+    write_errors: Count
+    exclusions: list[RuntimeExclusion]
+
+
+class Stats(_Out):
+    memories: MemoryCounts
+    raw: RawCounts
+    queues: dict[str, int]
+    bus: BusStats
+    websocket: WebSocketStats
+    perception: PerceptionStats
+    agents: list[AgentStatus]
+    last_errors: list[LastError]

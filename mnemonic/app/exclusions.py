@@ -1,0 +1,104 @@
+"""Runtime exclusions: paths perception ignores, managed over REST or added by the filter
+when a path keeps producing rejected events.
+
+The filter checks an in-memory set (:class:`~mnemonic.perception.RuntimeExclusions`) for
+every event; this service keeps that set and the ``runtime_exclusions`` table in step, so
+a change is effective before the request returns and survives a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from mnemonic.errors import InvalidInputError
+from mnemonic.perception.exclusions import RuntimeExclusions, normalise_path
+from mnemonic.store.exclusions import SQLiteExclusions
+
+log = logging.getLogger(__name__)
+
+MAX_PATH_CHARS = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class ExclusionView:
+    path: str
+    reason: str
+    origin: str  # "user" | "auto"
+    created_at: datetime
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "path": self.path,
+            "reason": self.reason,
+            "origin": self.origin,
+            "created_at": self.created_at.isoformat(),
+        }
+
+
+def clean_path(path: str) -> str:
+    """An absolute, normalised path (``~`` expanded); 422 for what cannot be one."""
+    text = path.strip()
+    if not text:
+        raise InvalidInputError("path", "must not be empty")
+    if "\x00" in text:
+        raise InvalidInputError("path", "must not contain NUL")
+    if len(text) > MAX_PATH_CHARS:
+        raise InvalidInputError("path", f"must be at most {MAX_PATH_CHARS} characters")
+    if not (text.startswith("/") or text.startswith("~")):
+        raise InvalidInputError("path", "must be absolute (or start with ~)")
+    return normalise_path(text)  # "/" is allowed: it pauses perception until removed
+
+
+class ExclusionService:
+    def __init__(self, store: SQLiteExclusions, runtime: RuntimeExclusions) -> None:
+        self._store = store
+        self.runtime = runtime
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def load(self) -> int:
+        """Fill the filter's set from the table; returns how many were loaded."""
+        rows = await self._store.all()
+        for row in rows:
+            self.runtime.add(row.pattern, row.reason or row.origin)
+        return len(rows)
+
+    async def list(self) -> list[ExclusionView]:
+        return [
+            ExclusionView(r.pattern, r.reason, r.origin, r.created_at)
+            for r in await self._store.all()
+        ]
+
+    async def add(self, path: str, reason: str = "manual") -> tuple[ExclusionView, bool]:
+        """Exclude ``path`` now and for good; adding an existing one is not an error."""
+        cleaned = clean_path(path)
+        row, created = await self._store.add(cleaned, reason.strip()[:200] or "manual", "user")
+        self.runtime.add(cleaned, row.reason)
+        return ExclusionView(row.pattern, row.reason, row.origin, row.created_at), created
+
+    async def remove(self, path: str) -> bool:
+        cleaned = clean_path(path)
+        removed = await self._store.remove(cleaned)
+        in_memory = self.runtime.remove(cleaned)
+        return removed or in_memory
+
+    def persist_auto(self, path: str, reason: str) -> None:
+        """The filter's ``on_auto_exclude`` hook (synchronous, on the event loop): the set
+        already holds the path; write it to the table in the background."""
+        task = asyncio.get_running_loop().create_task(
+            self._persist(path, reason), name="mnemonic:exclusions:persist"
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _persist(self, path: str, reason: str) -> None:
+        try:
+            await self._store.add(path, reason, "auto")
+        except Exception as exc:  # noqa: BLE001 - still effective in memory; say why once
+            log.warning("could not persist the automatic exclusion of a path: %s", exc)
+
+    async def drain(self) -> None:
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)

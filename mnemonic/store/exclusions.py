@@ -1,0 +1,64 @@
+"""Persistence of runtime exclusions (paths perception must ignore)."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+
+from mnemonic.store.database import Database
+from mnemonic.timeutil import from_db, to_db, utcnow
+
+
+@dataclass(frozen=True, slots=True)
+class Exclusion:
+    pattern: str
+    reason: str
+    origin: str  # user | auto
+    created_at: datetime
+
+
+class SQLiteExclusions:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def all(self) -> list[Exclusion]:
+        def work(conn: sqlite3.Connection) -> list[Exclusion]:
+            rows = conn.execute(
+                "SELECT pattern, reason, origin, created_at FROM runtime_exclusions"
+                " ORDER BY created_at, pattern"
+            ).fetchall()
+            return [
+                Exclusion(r["pattern"], r["reason"], r["origin"], from_db(r["created_at"]))
+                for r in rows
+            ]
+
+        return await self.db.run_read(work)
+
+    async def add(self, pattern: str, reason: str, origin: str) -> tuple[Exclusion, bool]:
+        """Returns the exclusion and whether it is new (adding twice is not an error)."""
+
+        def work(conn: sqlite3.Connection) -> tuple[Exclusion, bool]:
+            cur = conn.execute(
+                "INSERT INTO runtime_exclusions (pattern, reason, origin, created_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (pattern) DO NOTHING",
+                (pattern, reason, origin, to_db(utcnow())),
+            )
+            row = conn.execute(
+                "SELECT pattern, reason, origin, created_at FROM runtime_exclusions"
+                " WHERE pattern = ?",
+                (pattern,),
+            ).fetchone()
+            found = Exclusion(
+                row["pattern"], row["reason"], row["origin"], from_db(row["created_at"])
+            )
+            return found, cur.rowcount == 1
+
+        return await self.db.run_write(work)
+
+    async def remove(self, pattern: str) -> bool:
+        def work(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute("DELETE FROM runtime_exclusions WHERE pattern = ?", (pattern,))
+            return cur.rowcount == 1
+
+        return await self.db.run_write(work)
