@@ -256,3 +256,37 @@ def test_loading_and_embedding_never_open_a_socket() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+def test_short_calls_overtake_waiting_batches() -> None:
+    """A query (one text) waiting for the model runs before a batch that waited longer."""
+    import threading
+    import time
+
+    from mnemonic.llm.embedding.onnx import _Turnstile
+
+    turn = _Turnstile()
+    order: list[str] = []
+    release = threading.Event()
+
+    def holder() -> None:
+        with turn.held(urgent=False):
+            release.wait(5)
+            order.append("holder")
+
+    def waiter(name: str, urgent: bool) -> None:
+        with turn.held(urgent=urgent):
+            order.append(name)
+
+    threads = [threading.Thread(target=holder)]
+    threads[0].start()
+    time.sleep(0.05)
+    for name, urgent in (("batch", False), ("query", True)):
+        t = threading.Thread(target=waiter, args=(name, urgent))
+        t.start()
+        threads.append(t)
+        time.sleep(0.05)  # the batch has waited longer than the query
+    release.set()
+    for t in threads:
+        t.join(5)
+    assert order == ["holder", "query", "batch"]

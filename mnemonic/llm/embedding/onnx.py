@@ -10,7 +10,8 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,10 +41,11 @@ _Int64Array = npt.NDArray[np.int64]
 class OnnxEmbedder:
     """all-MiniLM-L6-v2 int8 on the CPU: the embedder that needs nothing but the wheel.
 
-    Thread safety: one ``embed`` call runs at a time; a lock serialises callers. The
-    ONNX session could run concurrently, but every run already uses ``threads`` cores, so
-    parallel calls would only oversubscribe the CPU; the daemon calls ``embed`` from one
-    worker thread anyway.
+    Thread safety: one model run at a time (a turnstile serialises callers). The ONNX
+    session could run concurrently, but every run already uses ``threads`` cores, so
+    parallel runs would only oversubscribe the CPU. Short calls (a query: one or two
+    texts) go first: a long call takes the turnstile once per batch and steps aside while
+    a short one waits, so recall does not queue behind the encoder's 64-text batches.
 
     Texts longer than ``max_tokens`` word pieces (special tokens included) are truncated,
     as sentence-transformers does for this model (it uses 256).
@@ -68,7 +70,7 @@ class OnnxEmbedder:
         self._output_name = _output_name(self._session)
         self._batch_size = batch_size
         self._max_tokens = max_tokens
-        self._lock = threading.Lock()
+        self._turn = _Turnstile()
         logger.info(
             "loaded embedding model %s (%d threads, max %d tokens) in %.0f ms",
             MODEL_NAME,
@@ -96,12 +98,13 @@ class OnnxEmbedder:
         if len(texts) == 0:
             return np.zeros((0, MODEL_DIM), dtype=np.float32)
         cleaned = [_encodable(t) for t in texts]
-        with self._lock:
-            encodings = self._tokenizer.encode_batch(cleaned)
-            order = np.argsort([len(e.ids) for e in encodings], kind="stable")
-            out = np.empty((len(texts), MODEL_DIM), dtype=np.float32)
-            for start in range(0, len(order), self._batch_size):
-                chosen = order[start : start + self._batch_size]
+        urgent = len(cleaned) <= URGENT_TEXTS
+        encodings = self._tokenizer.encode_batch(cleaned)  # the Rust tokenizer is thread-safe
+        order = np.argsort([len(e.ids) for e in encodings], kind="stable")
+        out = np.empty((len(texts), MODEL_DIM), dtype=np.float32)
+        for start in range(0, len(order), self._batch_size):
+            chosen = order[start : start + self._batch_size]
+            with self._turn.held(urgent=urgent):
                 out[chosen] = self._run([encodings[i] for i in chosen])
         return out
 
@@ -139,6 +142,37 @@ def _encodable(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-8", "replace").decode("utf-8")
     return text
+
+
+URGENT_TEXTS = 2  # calls this small (queries) run before waiting batches
+
+
+class _Turnstile:
+    """A lock whose urgent callers overtake waiting ordinary ones."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._busy = False
+        self._urgent_waiting = 0
+
+    @contextmanager
+    def held(self, *, urgent: bool) -> Iterator[None]:
+        with self._cond:
+            if urgent:
+                self._urgent_waiting += 1
+            try:
+                while self._busy or (not urgent and self._urgent_waiting):
+                    self._cond.wait()
+            finally:
+                if urgent:
+                    self._urgent_waiting -= 1
+            self._busy = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
 
 
 def _check_settings(threads: int, max_tokens: int, batch_size: int) -> None:
