@@ -224,3 +224,15 @@ def test_starting_the_same_agent_twice_is_refused() -> None:
         await sup.stop()
 
     asyncio.run(main())
+
+
+def test_malloc_arenas_are_capped_unless_the_user_chose(monkeypatch: pytest.MonkeyPatch) -> None:
+    import platform
+
+    from mnemonic.runner import limit_malloc_arenas
+
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    assert limit_malloc_arenas() is False  # the user's own setting wins
+    monkeypatch.delenv("MALLOC_ARENA_MAX")
+    glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+    assert limit_malloc_arenas() is glibc
