@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 from support.api import BASE_URL, TOKEN
+from support.cli import Run, in_process
 
 from mnemonic.config import Config, load_config
 from mnemonic.daemon import Daemon
@@ -66,3 +67,9 @@ def make_client(paths: Paths, embedder: OnnxEmbedder) -> Iterator[Callable[..., 
 @pytest.fixture
 def client(make_client: Callable[..., TestClient]) -> TestClient:
     return make_client()
+
+
+@pytest.fixture
+def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Run:
+    """The ``mnemonic`` command in this process: ``run(env, *args, stdin=...)``."""
+    return in_process(monkeypatch, capsys)

@@ -3,12 +3,10 @@ forget, amend, status and a live ``watch``."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -19,98 +17,28 @@ from typing import IO, Any
 
 import httpx
 import pytest
-
-TOKEN = "cli-daemon-test-token"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from support.cli import Run, cli
+from support.daemon_proc import TOKEN, DaemonProc, running
 
 
-def _env(home: Path, port: int) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("MNEMONIC_")}
-    env.update({"MNEMONIC_HOME": str(home), "MNEMONIC_PORT": str(port), "MNEMONIC_TOKEN": TOKEN})
-    return env
-
-
-def _start(home: Path) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
-    port = _free_port()
-    env = _env(home, port)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mnemonic", "serve"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+def _env(daemon: DaemonProc) -> dict[str, str]:
+    """What a client of ``daemon`` needs; the rest of this environment is kept, so the
+    test-wide MNEMONIC_* settings (watchers off) reach the subprocess CLI too."""
+    env = dict(os.environ)
+    env.update(
+        {
+            "MNEMONIC_HOME": str(daemon.home),
+            "MNEMONIC_PORT": str(daemon.port),
+            "MNEMONIC_TOKEN": TOKEN,
+        }
     )
-    deadline = time.monotonic() + 60
-    while True:
-        assert proc.poll() is None, "daemon exited during start"
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                return proc, env
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, "daemon did not become ready"
-        time.sleep(0.05)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    return env
 
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    proc, env = _start(tmp_path_factory.mktemp("home"))
-    yield env
-    _stop(proc)
-
-
-def _cli(
-    env: dict[str, str], *args: str, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mnemonic", *args],
-        env=env,
-        input=stdin,
-        stdin=None if stdin is not None else subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
-Run = Callable[..., tuple[int, str, str]]
-
-
-@pytest.fixture
-def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Run:
-    """The console entry point in this process (a second faster than a subprocess; the
-    daemon is still a real process): exit code, stdout and stderr."""
-    from mnemonic.cli.main import main
-
-    def invoke(env: dict[str, str], *args: str, stdin: str = "") -> tuple[int, str, str]:
-        for name in [n for n in os.environ if n.upper().startswith("MNEMONIC_")]:
-            monkeypatch.delenv(name)
-        for name, value in env.items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.setattr(sys, "argv", ["mnemonic", *args])
-        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-        with pytest.raises(SystemExit) as stop:
-            main()
-        captured = capsys.readouterr()
-        code = stop.value.code
-        return (code if isinstance(code, int) else 0), captured.out, captured.err
-
-    return invoke
+    with running(tmp_path_factory.mktemp("cli") / "home") as proc:
+        yield _env(proc)
 
 
 def _remember(run: Run, env: dict[str, str], text: str, project: str) -> str:
@@ -232,7 +160,7 @@ def test_status_human_and_json(run: Run, daemon: dict[str, str]) -> None:
     assert report["url"] == f"http://127.0.0.1:{daemon['MNEMONIC_PORT']}"
     assert isinstance(report["pid"], int)
     assert report["stats"]["memories"]["total"] >= 1
-    human = _cli(daemon, "status")  # once as a real process
+    human = cli(daemon, "status")  # once as a real process
     assert human.returncode == 0
     first = human.stdout.splitlines()[0]
     assert first.startswith("mnemonic ") and f"pid {report['pid']}" in first
@@ -265,17 +193,19 @@ def test_watch_streams_live_events_and_ctrl_c_exits_0(run: Run, daemon: dict[str
 
 @pytest.mark.slow
 def test_watch_exits_69_when_the_daemon_goes_away(run: Run, tmp_path: Path) -> None:
-    proc, env = _start(tmp_path / "home")
+    proc = DaemonProc(tmp_path / "home")
     try:
+        proc.wait_ready()
+        env = _env(proc)
         watch = Watch(env)
         try:
             memory_id = _remember(run, env, "A memory seen by the human-readable tail.", "tail")
             line = watch.out.wait_for(lambda text: "memory_encoded" in text)
             assert f"memory_id={memory_id}" in line
-            _stop(proc)
+            proc.close()
             assert watch.proc.wait(timeout=30) == 69
             watch.err.wait_for(lambda text: "closed the event stream" in text)
         finally:
             watch.close()
     finally:
-        _stop(proc)
+        proc.close()

@@ -4,31 +4,25 @@ real WebSocket server on 127.0.0.1 that plays scripted streams."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import Run, cli
+from support.daemon_proc import free_port
 
 TOKEN = "offline-test-token"
 BIN = str(Path(sys.executable).parent)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _env(home: Path, port: int, **extra: str) -> dict[str, str]:
@@ -45,57 +39,17 @@ def _env(home: Path, port: int, **extra: str) -> dict[str, str]:
     return env
 
 
-def _cli(
-    env: dict[str, str], *args: str, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mnemonic", *args],
-        env=env,
-        input=stdin,
-        stdin=None if stdin is not None else subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 @pytest.fixture
 def down(tmp_path: Path) -> dict[str, str]:
     """An environment whose port has no daemon behind it."""
-    return _env(tmp_path, _free_port())
-
-
-Run = Callable[..., tuple[int, str, str]]
-
-
-@pytest.fixture
-def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Run:
-    """The console entry point in this process (1 s faster than a subprocess): argv, the
-    environment and stdin are set, and the exit code, stdout and stderr come back."""
-    from mnemonic.cli.main import main
-
-    def invoke(env: dict[str, str], *args: str, stdin: str = "") -> tuple[int, str, str]:
-        for name in [n for n in os.environ if n.upper().startswith("MNEMONIC_")]:
-            monkeypatch.delenv(name)
-        for name, value in env.items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.setattr(sys, "argv", ["mnemonic", *args])
-        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-        with pytest.raises(SystemExit) as stop:
-            main()
-        captured = capsys.readouterr()
-        code = stop.value.code
-        return (code if isinstance(code, int) else 0), captured.out, captured.err
-
-    return invoke
+    return _env(tmp_path, free_port())
 
 
 # --- exit codes and help ----------------------------------------------------------------
 
 
 def test_help_documents_the_exit_codes_and_lists_the_commands(down: dict[str, str]) -> None:
-    done = _cli(down, "--help")
+    done = cli(down, "--help")
     assert done.returncode == 0
     text = " ".join(done.stdout.split())
     for code in ("64", "65", "69", "70", "75", "78"):
@@ -144,7 +98,7 @@ def test_daemon_commands_exit_69_with_how_to_start(
 
 
 def test_a_daemon_command_in_a_real_process_exits_69(down: dict[str, str]) -> None:
-    done = _cli(down, "forget", "some-id")
+    done = cli(down, "forget", "some-id")
     assert done.returncode == 69
     assert "mnemonic serve" in done.stderr
     assert done.stdout == ""
@@ -158,13 +112,13 @@ def test_status_json_when_down_says_not_running(run: Run, down: dict[str, str]) 
 
 
 def test_invalid_configuration_exits_78_before_anything_else(run: Run, tmp_path: Path) -> None:
-    code, _, err = run(_env(tmp_path, _free_port(), MNEMONIC_RECALL__SPREAD_HOPS="lots"), "status")
+    code, _, err = run(_env(tmp_path, free_port(), MNEMONIC_RECALL__SPREAD_HOPS="lots"), "status")
     assert code == 78
     assert "spread_hops" in err
     assert run(_env(tmp_path, 99999), "recall", "x")[0] == 78  # MNEMONIC_PORT out of range
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "config.yaml").write_text("server: [unclosed\n", encoding="utf-8")
-    assert run(_env(tmp_path, _free_port()), "recall", "x")[0] == 78
+    assert run(_env(tmp_path, free_port()), "recall", "x")[0] == 78
 
 
 def test_amend_with_empty_content_is_a_data_error_without_a_daemon(
@@ -338,7 +292,7 @@ def test_watch_prints_events_and_exits_69_when_the_stream_closes(tmp_path: Path)
     stream = ScriptedStream(SCRIPT, close=(1001, "going away"))
     with stream.running():
         env = _env(tmp_path, stream.port)
-        done = _cli(env, "watch", "--types", "memory_encoded,agent_error", "--project", "web")
+        done = cli(env, "watch", "--types", "memory_encoded,agent_error", "--project", "web")
     assert done.returncode == 69
     lines = done.stdout.splitlines()
     assert len(lines) == 1

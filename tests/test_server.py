@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,14 +12,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from support.daemon_proc import free_port
 
 TOKEN = "server-test-token-abcdef"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _env(home: Path, port: int) -> dict[str, str]:
@@ -32,7 +26,7 @@ def _env(home: Path, port: int) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
     home = tmp_path_factory.mktemp("home")
-    port = _free_port()
+    port = free_port()
     env = _env(home, port)
     proc = subprocess.Popen(
         [sys.executable, "-m", "mnemonic", "serve"],
@@ -125,7 +119,7 @@ def test_cli_round_trip(server: tuple[str, dict[str, str]]) -> None:
 
 
 def test_cli_says_how_to_start_when_down(tmp_path: Path) -> None:
-    env = _env(tmp_path, _free_port())
+    env = _env(tmp_path, free_port())
     result = _cli(env, "recall", "anything")
     assert result.returncode == 69
     assert "mnemonic serve" in result.stderr
