@@ -11,18 +11,28 @@ from mnemonic.api.browse_routes import query_params
 from mnemonic.api.routes import BadRequest, parse
 from mnemonic.api.schemas import ExclusionBody, ExclusionParams
 from mnemonic.app.exclusions import ExclusionService
+from mnemonic.store.exclusions import Exclusion
+
+
+def exclusion_json(row: Exclusion) -> dict[str, str]:
+    return {
+        "path": row.path,
+        "reason": row.reason,
+        "origin": row.origin,
+        "created_at": row.created_at.isoformat(),
+    }
 
 
 def build_exclusion_routes(exclusions: ExclusionService) -> list[Route]:
     async def list_exclusions(request: Request) -> Response:
         rows = await exclusions.list()
-        return JSONResponse({"items": [r.to_json() for r in rows]})
+        return JSONResponse({"items": [exclusion_json(r) for r in rows]})
 
     async def add_exclusion(request: Request) -> Response:
         body = await parse(request, ExclusionBody)
         row, created = await exclusions.add(body.path, body.reason or "manual")
         return JSONResponse(
-            {**row.to_json(), "created": created}, status_code=201 if created else 200
+            {**exclusion_json(row), "created": created}, status_code=201 if created else 200
         )
 
     async def remove_exclusion(request: Request) -> Response:

@@ -10,32 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
-from datetime import datetime
 
 from mnemonic.errors import InvalidInputError
 from mnemonic.perception.exclusions import RuntimeExclusions, normalise_path
-from mnemonic.store.exclusions import SQLiteExclusions
+from mnemonic.store.exclusions import Exclusion, SQLiteExclusions
 
 log = logging.getLogger(__name__)
 
 MAX_PATH_CHARS = 4096
-
-
-@dataclass(frozen=True, slots=True)
-class ExclusionView:
-    path: str
-    reason: str
-    origin: str  # "user" | "auto"
-    created_at: datetime
-
-    def to_json(self) -> dict[str, str]:
-        return {
-            "path": self.path,
-            "reason": self.reason,
-            "origin": self.origin,
-            "created_at": self.created_at.isoformat(),
-        }
 
 
 def clean_path(path: str) -> str:
@@ -62,21 +44,18 @@ class ExclusionService:
         """Fill the filter's set from the table; returns how many were loaded."""
         rows = await self._store.all()
         for row in rows:
-            self.runtime.add(row.pattern, row.reason or row.origin)
+            self.runtime.add(row.path, row.reason or row.origin)
         return len(rows)
 
-    async def list(self) -> list[ExclusionView]:
-        return [
-            ExclusionView(r.pattern, r.reason, r.origin, r.created_at)
-            for r in await self._store.all()
-        ]
+    async def list(self) -> list[Exclusion]:
+        return await self._store.all()
 
-    async def add(self, path: str, reason: str = "manual") -> tuple[ExclusionView, bool]:
+    async def add(self, path: str, reason: str = "manual") -> tuple[Exclusion, bool]:
         """Exclude ``path`` now and for good; adding an existing one is not an error."""
         cleaned = clean_path(path)
         row, created = await self._store.add(cleaned, reason.strip()[:200] or "manual", "user")
         self.runtime.add(cleaned, row.reason)
-        return ExclusionView(row.pattern, row.reason, row.origin, row.created_at), created
+        return row, created
 
     async def remove(self, path: str) -> bool:
         cleaned = clean_path(path)
