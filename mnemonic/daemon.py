@@ -329,8 +329,6 @@ class Daemon:
             watched = agent.watcher.health()
             if watched.state == "degraded":
                 reasons.append(f"{agent.name}: {watched.message}")
-        if self.perception.write_errors:
-            reasons.append(f"perception could not store events: {self.perception.last_error}")
         for status in self.supervisor.statuses():
             if status.state == "restarting":
                 reasons.append(f"agent {status.name} crashed: {status.last_error}")

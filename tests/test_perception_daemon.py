@@ -275,7 +275,9 @@ def test_exclusions_are_effective_at_once_and_survive_a_restart(world: dict[str,
         wait_for(lambda: stats(http)["perception"]["remembered"] >= 1, what="kept.txt stored")
         items = http.get("/api/v1/memories", params={"source": "filesystem"}).json()["items"]
         assert [m["metadata"]["path"] for m in items] == [str(world["root"] / "kept.txt")]
-        assert s["perception"]["exclusions"][0]["path"] == str(noisy)
+        assert s["perception"]["filter"]["exclusions"] == 1
+        listed = http.get("/api/v1/exclusions").json()["items"]
+        assert [e["path"] for e in listed] == [str(noisy)]
     with running(world["home"]) as daemon, daemon.client() as http:
         listed = http.get("/api/v1/exclusions").json()["items"]
         assert [(e["path"], e["reason"]) for e in listed] == [(str(noisy), "generated")]

@@ -175,8 +175,11 @@ class PerceptionAgent:
         )
         try:
             await self._remember(item)
-        except (InvalidInputError, StorageUnavailable) as exc:
-            # a full disk or an empty text after redaction: count it, keep watching
+        except InvalidInputError:  # nothing left after redaction: a drop, not a fault
+            self.watcher_drops["empty_after_redaction"] += 1
+            return
+        except StorageUnavailable as exc:
+            # health already says writes fail (the store's write_failure); keep watching
             self.write_errors += 1
             self.last_error = f"{type(exc).__name__}: {exc}"
             log.warning("perception could not store a %s event: %s", event.watcher, exc)
@@ -189,10 +192,6 @@ class PerceptionAgent:
             "watcher_drops": dict(self.watcher_drops),
             "remembered": self.remembered,
             "write_errors": self.write_errors,
-            "exclusions": [
-                {"path": e.path, "reason": e.reason, "created_at": e.created_at.isoformat()}
-                for e in self._filter.exclusions.list()
-            ],
         }
 
     def health(self) -> dict[str, Any]:

@@ -377,18 +377,11 @@ class FilterStats(_Out):
     frequency_keys: Count
 
 
-class RuntimeExclusion(_Out):
-    path: str
-    reason: str
-    created_at: datetime
-
-
 class PerceptionStats(_Out):
     filter: FilterStats
     watcher_drops: dict[str, int] = Field(description="Drops the watchers made themselves.")
     remembered: Count
-    write_errors: Count
-    exclusions: list[RuntimeExclusion]
+    write_errors: Count = Field(description="Events lost to storage errors (disk full...).")
 
 
 class Stats(_Out):

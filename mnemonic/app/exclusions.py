@@ -44,7 +44,7 @@ class ExclusionService:
         """Fill the filter's set from the table; returns how many were loaded."""
         rows = await self._store.all()
         for row in rows:
-            self.runtime.add(row.path, row.reason or row.origin)
+            self.runtime.add(row.path, row.reason)
         return len(rows)
 
     async def list(self) -> list[Exclusion]:

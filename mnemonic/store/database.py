@@ -120,6 +120,7 @@ class Database:
         self._all_readers: list[aiosqlite.Connection] = []
         self._stale: set[aiosqlite.Connection] = set()  # replaced readers still in use
         self._closing: set[asyncio.Future[None]] = set()
+        self._read_only = False  # readers opened immutable: a recovery reopens them too
         self.schema_version = 0
 
     async def open(self) -> None:
@@ -141,6 +142,7 @@ class Database:
         readers = [await self._connect(read_only=True) for _ in range(self._cfg.read_connections)]
         self._writer = writer
         self._swap_readers(readers)
+        self._read_only = False
 
     async def _open_read_only(self, exc: sqlite3.Error) -> None:
         readers = [await self._connect_immutable() for _ in range(self._cfg.read_connections)]
@@ -154,13 +156,19 @@ class Database:
             raise exc  # an older schema cannot be served without migrating it first
         self.schema_version = version
         self._swap_readers(readers)
+        self._read_only = True
         self.write_failure = f"the data folder cannot be written ({exc}); serving reads only"
         log.warning("opened %s read-only: %s", self.path, exc)
 
     async def _reopen_writable(self) -> None:
-        """Called with the write lock held while only readers are open."""
+        """Called with the write lock held when there is no writer: after a read-only
+        start everything reopens (the immutable readers would never see new writes);
+        after a failed write only the writer does (WAL readers are unaffected)."""
         try:
-            await self._open_writable()
+            if self._read_only:
+                await self._open_writable()
+            else:
+                self._writer = await self._connect(read_only=False)
         except sqlite3.Error as exc:
             if _storage_code(exc) is None:
                 raise
