@@ -137,8 +137,3 @@ class PendingChanges:
             if not self._items:
                 return None
             return min(i.due_at(self.debounce_s, self.max_delay_s) for i in self._items.values())
-
-    def moving_to(self, path: str) -> bool:
-        """Whether a pending rename destination ``path`` will report its source's move."""
-        with self._lock:
-            return path in self._items

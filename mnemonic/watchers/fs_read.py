@@ -36,10 +36,6 @@ class FileSnapshot:
     decode_errors: bool = False
     error: str | None = None
 
-    @property
-    def is_file(self) -> bool:
-        return self.status == "ok"
-
 
 _OPEN_FLAGS = (
     os.O_RDONLY

@@ -176,14 +176,17 @@ class EventBuilder:
         src, dst = names
         diff = None
         if entry.old is not None and entry.old != entry.new:
-            diff = diff_summary(
-                self._git,
-                loc,
-                entry.old,
-                entry.new,
-                max_examples=self._cfg.max_files_listed,
-                max_line_count_files=self._cfg.max_line_count_files,
-            )
+            try:
+                diff = diff_summary(
+                    self._git,
+                    loc,
+                    entry.old,
+                    entry.new,
+                    max_examples=self._cfg.max_files_listed,
+                    max_line_count_files=self._cfg.max_line_count_files,
+                )
+            except GitFailed as exc:  # a pruned commit: still tell of the switch itself
+                log.warning("git watcher: diff of a switch in %s failed: %s", loc.worktree, exc)
         content = switch_text(loc.project, src, dst, diff, max_files=self._cfg.max_files_listed)
         meta: dict[str, Any] = {
             "from": display_ref(src),
