@@ -163,7 +163,8 @@ class Database:
     async def _reopen_writable(self) -> None:
         """Called with the write lock held when there is no writer: after a read-only
         start everything reopens (the immutable readers would never see new writes);
-        after a failed write only the writer does (WAL readers are unaffected)."""
+        after a failed write only the writer does (WAL readers are unaffected). Opening is
+        not proof of recovery: ``write_failure`` clears when a write changes rows."""
         try:
             if self._read_only:
                 await self._open_writable()
@@ -174,8 +175,6 @@ class Database:
                 raise
             self.write_failure = f"the data folder cannot be written ({exc}); serving reads only"
             raise StorageUnavailable(f"storage unavailable: {exc}") from exc
-        log.info("the data folder is writable again: writes resume")
-        self.write_failure = None
 
     def _swap_readers(self, readers: list[aiosqlite.Connection]) -> None:
         """Replace the reader pool; readers in use are closed when they come back."""
