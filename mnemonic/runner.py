@@ -32,6 +32,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from mnemonic import sdnotify
+from mnemonic.exits import EX_OK, EX_SOFTWARE, EX_TEMPFAIL, EX_UNAVAILABLE
 from mnemonic.paths import Paths
 from mnemonic.store import recovery
 
@@ -41,10 +42,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-EX_OK = 0
-EX_UNAVAILABLE = 69  # the port cannot be used
-EX_SOFTWARE = 70  # startup failed, or shutdown overran its grace period
-EX_TEMPFAIL = 75  # another daemon holds the data folder, or the port is taken
+# exits: EX_UNAVAILABLE the port cannot be used; EX_SOFTWARE startup failed or shutdown
+# overran its grace period; EX_TEMPFAIL another daemon holds the data folder, or the port
+# is taken
 
 LOCK_NAME = "mnemonic.lock"
 HANDLED = (signal.SIGINT, signal.SIGTERM)

@@ -32,6 +32,7 @@ import typer
 from typer.testing import CliRunner
 
 from mnemonic.cli.service import describe, register
+from mnemonic.exits import EX_CONFIG, EX_TEMPFAIL, EX_UNAVAILABLE
 from mnemonic.install import (
     Context,
     ServiceError,
@@ -43,9 +44,6 @@ from mnemonic.install import (
     uninstall,
 )
 from mnemonic.install.common import (
-    EX_CONFIG,
-    EX_TEMPFAIL,
-    EX_UNAVAILABLE,
     entry_command,
     fill,
     template_path,

@@ -22,7 +22,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import httpx
 import typer
 
 from mnemonic.config import Config, ServerConfig, load_config
@@ -96,7 +95,8 @@ def doctor(json_out: bool) -> int:
 def run_checks(paths: Paths, env: Mapping[str, str]) -> list[Check]:
     cfg, config_row = check_config(paths.config_file)
     # the CLI's own rule (cli/main.py): MNEMONIC_PORT beats the config file
-    port = int(env.get("MNEMONIC_PORT") or (cfg.server if cfg else ServerConfig()).port)
+    alias = env.get("MNEMONIC_PORT", "").strip()
+    port = int(alias) if alias.isdigit() else (cfg.server if cfg else ServerConfig()).port
     probe = probe_daemon(port, _token(paths, env))
     return [
         check_python(),
@@ -224,13 +224,15 @@ def check_database(database: Path) -> Check:
 
 
 def probe_daemon(port: int, token: str) -> DaemonProbe:
+    import httpx  # lazily: every CLI command imports this module
+
     from mnemonic.cli.client import ApiError, Client, DaemonDown
 
     url = f"http://127.0.0.1:{port}"
     codes: dict[str, int | None] = {}
     for path in ("/livez", "/readyz"):
         try:
-            codes[path] = httpx.get(url + path, timeout=2.0).status_code
+            codes[path] = httpx.get(url + path, timeout=2.0, trust_env=False).status_code
         except httpx.HTTPError:
             codes[path] = None
     livez, readyz = codes["/livez"], codes["/readyz"]
@@ -359,6 +361,8 @@ def check_embedder(cfg: Config | None, env: Mapping[str, str]) -> Check:
 
 
 def _check_endpoint(cfg: Config, env: Mapping[str, str]) -> Check:
+    import httpx  # lazily: every CLI command imports this module
+
     emb = cfg.embedding
     key = env.get(emb.api_key_env, "")
     headers = {"Authorization": f"Bearer {key}"} if key else {}

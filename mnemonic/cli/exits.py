@@ -1,15 +1,30 @@
-"""Exit codes of the ``mnemonic`` command, after BSD ``sysexits.h``, so scripts and
-service managers can tell "you typed it wrong" from "the daemon is down" from "try later"."""
+"""Exit codes of the ``mnemonic`` command (the shared ``mnemonic.exits``), click's usage
+code, the ``--help`` epilog and the mapping from the daemon's HTTP answers."""
 
 from __future__ import annotations
 
-EX_OK = 0
-EX_USAGE = 64
-EX_DATAERR = 65
-EX_UNAVAILABLE = 69
-EX_SOFTWARE = 70
-EX_TEMPFAIL = 75
-EX_CONFIG = 78
+from mnemonic.exits import (
+    EX_CONFIG,
+    EX_DATAERR,
+    EX_OK,
+    EX_SOFTWARE,
+    EX_TEMPFAIL,
+    EX_UNAVAILABLE,
+    EX_USAGE,
+)
+
+__all__ = [
+    "CLICK_USAGE",
+    "EPILOG",
+    "EX_CONFIG",
+    "EX_DATAERR",
+    "EX_OK",
+    "EX_SOFTWARE",
+    "EX_TEMPFAIL",
+    "EX_UNAVAILABLE",
+    "EX_USAGE",
+    "exit_for_status",
+]
 
 CLICK_USAGE = 2
 """click's own exit code for a usage error; ``main`` turns it into ``EX_USAGE``."""

@@ -27,6 +27,7 @@ from mnemonic.cli.exits import (
 )
 from mnemonic.cli.runtime import emit_json, emit_line, err, load, parse_assignments, set_flags
 from mnemonic.cli.runtime import token as read_token
+from mnemonic.paths import resolve_paths
 
 __all__ = [
     "EX_CONFIG",
@@ -81,7 +82,7 @@ def serve(
 @app.command()
 def token() -> None:
     """Print the API token (for Authorization: Bearer)."""
-    _, paths = load()
+    paths = resolve_paths()  # not load(): a broken config.yaml must not hide the token
     value = read_token(paths)
     if not value:
         err.print("no token yet: start the daemon once (mnemonic serve) to create it")
@@ -92,7 +93,7 @@ def token() -> None:
 @app.command()
 def paths(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
     """Where config, data and logs live."""
-    _, p = load()
+    p = resolve_paths()  # not load(): the place to look when config.yaml is broken
     data = {
         "config_file": str(p.config_file),
         "data_dir": str(p.data_dir),

@@ -22,12 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-log = logging.getLogger(__name__)
+from mnemonic.exits import EX_SOFTWARE
 
-EX_UNAVAILABLE = 69
-EX_SOFTWARE = 70
-EX_TEMPFAIL = 75
-EX_CONFIG = 78
+log = logging.getLogger(__name__)
 
 #: systemctl may block until the daemon reports READY (TimeoutStartSec=120 in the unit).
 COMMAND_TIMEOUT_S = 180.0

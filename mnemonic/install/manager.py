@@ -12,10 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mnemonic.exits import EX_CONFIG, EX_TEMPFAIL, EX_UNAVAILABLE
 from mnemonic.install.common import (
-    EX_CONFIG,
-    EX_TEMPFAIL,
-    EX_UNAVAILABLE,
     Backend,
     Context,
     ServiceError,

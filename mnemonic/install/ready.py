@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import httpx
+if TYPE_CHECKING:  # imported when used: the CLI loads this module for every command
+    import httpx
 
 #: How often a progress callback hears about a wait that is still going on.
 PROGRESS_EVERY_S = 5.0
@@ -17,6 +19,8 @@ PROGRESS_EVERY_S = 5.0
 
 def answers(http: httpx.Client, url: str) -> int | None:
     """The HTTP status ``url`` answers with, or ``None`` when nothing listens."""
+    import httpx
+
     try:
         return http.get(url).status_code
     except httpx.HTTPError:
@@ -34,9 +38,12 @@ def wait_ready(
 
     ``on_progress(elapsed)`` is called every few seconds so a person sees the wait move.
     """
+    import httpx
+
     started = time.monotonic()
     next_progress = started + progress_every_s
-    with httpx.Client(timeout=1.0) as http:  # one client: building one costs ~20 ms
+    # one client (building one costs ~20 ms); no proxy from the environment for loopback
+    with httpx.Client(timeout=1.0, trust_env=False) as http:
         while True:
             if answers(http, url) == 200:
                 return time.monotonic() - started
