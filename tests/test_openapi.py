@@ -12,6 +12,9 @@ from typing import Any
 
 import jsonschema_rs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel, ValidationError
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.testclient import TestClient
@@ -28,7 +31,7 @@ from mnemonic.api.openapi import (
     stale,
     undocumented,
 )
-from mnemonic.api.schemas import FeedbackBody, ListParams, RememberBody
+from mnemonic.api.schemas import AmendBody, FeedbackBody, ListParams, QueryBody, RememberBody
 from mnemonic.config import load_config
 from mnemonic.daemon import Daemon
 from mnemonic.paths import Paths
@@ -380,3 +383,45 @@ def test_docs_assets_come_from_the_web_folder(tmp_path: Path) -> None:
         gone = client.get("/docs")
         assert gone.status_code == 404
         assert "not installed" in gone.json()["error"]
+
+
+# ---- what the schema says is valid, the server accepts ------------------------------------
+
+_SPEC = build_spec(ROUTE_DOCS, version="1")
+# Every Python whitespace character (U+001C..U+001F and U+0085 are not whitespace in
+# ECMA 262, the dialect of schema patterns), U+FEFF (whitespace in ECMA, not in Python),
+# and ordinary text.
+_SPACES = [chr(c) for c in range(0x3001) if chr(c).isspace()] + ["\ufeff"]
+_TEXTS = st.text(alphabet=st.sampled_from(_SPACES) | st.characters(), max_size=8)
+
+
+def _accepts(model: type[BaseModel], body: dict[str, Any]) -> bool:
+    try:
+        model.model_validate(body)
+    except ValidationError:
+        return False
+    return True
+
+
+@given(_TEXTS)
+def test_text_fields_mean_the_same_in_the_schema_and_the_server(text: str) -> None:
+    """A fuzzer sent "\\x1e" as content: valid by an ECMA ``\\S``, blank to the server.
+    The published pattern must agree with the server in any regex dialect."""
+    schemas = _SPEC["components"]["schemas"]
+    for model, field in ((AmendBody, "content"), (RememberBody, "content"), (QueryBody, "query")):
+        published = schemas[model.__name__]["properties"][field]
+        in_ecma = jsonschema_rs.validator_for(published).is_valid(text)
+        in_python = re.search(published["pattern"], text) is not None
+        expected = bool(text.strip())
+        assert (in_ecma, in_python) == (expected, expected), (model.__name__, text)
+        assert _accepts(model, {field: text}) == expected, (model.__name__, text)
+
+
+@pytest.mark.parametrize(
+    ("limit", "accepted"), [(68.0, True), (68, True), (68.5, False), (True, False), ("68", False)]
+)
+def test_integral_numbers_are_integers_as_json_schema_says(limit: Any, accepted: bool) -> None:
+    """JSON Schema's ``integer`` includes 68.0; a strict int field refused it (422)."""
+    assert _accepts(QueryBody, {"query": "x", "limit": limit}) == accepted
+    schema = _SPEC["components"]["schemas"]["QueryBody"]["properties"]["limit"]
+    assert jsonschema_rs.validator_for(schema).is_valid(limit) == accepted
