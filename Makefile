@@ -47,6 +47,7 @@ bench-latency: dev
 
 bench-embedding: dev
 	$(BIN)/python bench/embedding.py
+	$(BIN)/python bench/embedding_memory.py
 
 bench-redact: dev
 	$(BIN)/python bench/redact.py

@@ -56,6 +56,13 @@ class EmbeddingConfig(_Section):
     )
     threads: int = Field(2, ge=1, le=64, description="CPU threads of the embedded model.")
     batch_size: int = Field(32, ge=1, le=512, description="Texts per model call.")
+    batch_tokens: int = Field(
+        2048,
+        ge=16,
+        le=65536,
+        description="Padded tokens per model call at most: long texts go in smaller batches, "
+        "which bounds the model's memory.",
+    )
     max_tokens: int = Field(256, ge=16, le=512, description="Tokens kept per text.")
     timeout_s: float = Field(30.0, gt=0, description="Timeout of one endpoint request.")
 

@@ -68,7 +68,12 @@ def build_embedder(cfg: EmbeddingConfig) -> EmbeddingProvider:
         return embedder
     from mnemonic.llm.embedding.onnx import OnnxEmbedder
 
-    return OnnxEmbedder(threads=cfg.threads, max_tokens=cfg.max_tokens, batch_size=cfg.batch_size)
+    return OnnxEmbedder(
+        threads=cfg.threads,
+        max_tokens=cfg.max_tokens,
+        batch_size=cfg.batch_size,
+        batch_tokens=cfg.batch_tokens,
+    )
 
 
 def limit_blas_threads() -> None:
@@ -253,7 +258,7 @@ class Daemon:
             model_changed = False
         entries, vectors = await self.store.index_entries(self.embedder.name)
         if entries:
-            self.index.add_many(entries, vectors)
+            self.index.load(entries, vectors)
         self.bus.subscribe(
             self.activity.on_event, None, name="activity", queue_size=self.cfg.events.queue_size
         )

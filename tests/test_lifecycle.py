@@ -6,6 +6,7 @@ import asyncio
 import sqlite3
 import time
 
+import numpy as np
 from support.openai_server import OpenAIServer
 
 from mnemonic.app.service import RecallRequest, RememberInput
@@ -54,6 +55,42 @@ def test_memories_stored_but_not_embedded_are_encoded_after_restart(
         await daemon.stop()
 
     asyncio.run(second_run())
+
+
+def test_the_index_loads_every_vector_across_fetch_chunks(
+    paths: Paths, embedder: OnnxEmbedder
+) -> None:
+    """Start-up streams vectors into one matrix a few rows at a time: nothing lost or
+    shifted at chunk edges, and the loaded index answers like the one that was written."""
+    notes = [*NOTES, *(f"{n} (second copy {i})" for i, n in enumerate(NOTES))]
+
+    async def scenario() -> None:
+        daemon = Daemon(load_config(None), paths, "t", embedder=embedder)
+        await daemon.start()
+        await daemon.service.remember_batch([RememberInput(n) for n in notes], wait=True)
+        written = [
+            await daemon.service.recall(RecallRequest(n, limit=3)) for n in ("release", "grafana")
+        ]
+        for chunk in (1, 3, 8, 2048):
+            entries, vectors = await daemon.store.index_entries(embedder.name, chunk=chunk)
+            seqs = [e.seq for e in entries]
+            assert seqs == sorted(seqs)
+            assert len(entries) == len(notes) == len(vectors)
+            # each row is its own memory's vector (as encoding put it in the live index)
+            live = daemon.index.vectors_for(seqs)
+            np.testing.assert_array_equal(vectors, np.vstack([live[s] for s in seqs]))
+        await daemon.stop()
+        again = Daemon(load_config(None), paths, "t", embedder=embedder)
+        await again.start()
+        assert len(again.index) == len(notes)
+        reread = [
+            await again.service.recall(RecallRequest(n, limit=3)) for n in ("release", "grafana")
+        ]
+        await again.stop()
+        for before, after in zip(written, reread, strict=True):
+            assert [r.memory.id for r in after.results] == [r.memory.id for r in before.results]
+
+    asyncio.run(scenario())
 
 
 def test_model_change_reembeds_in_background_and_health_says_so(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import pytest
 
 from mnemonic.store.base import Filters
 from mnemonic.store.models import MemoryState, MemoryType, Source
@@ -73,3 +74,22 @@ def test_state_changes_and_removal_apply_to_project_scans() -> None:
     index.remove(1008)
     assert 1008 not in [s for s, _ in index.search(q, 50, Filters(project="p0", states=None))]
     assert index.search(q, 5, Filters(project="nope")) == []
+
+
+def test_load_fills_an_empty_index_like_add_many_and_it_grows_afterwards() -> None:
+    built, entries, vectors = _index(n=300)
+    loaded = VectorIndex(16, capacity=8)
+    loaded.load(entries[:250], vectors[:250].copy())  # adopted as the matrix
+    loaded.add_many(entries[250:], vectors[250:])  # past the adopted capacity: grows
+    rng = np.random.default_rng(3)
+    for _ in range(10):
+        q = rng.standard_normal(16).astype(np.float32)
+        q /= np.linalg.norm(q)
+        for filters in (None, Filters(project="p1"), Filters(states=[MemoryState.ACTIVE])):
+            assert loaded.search(q, 7, filters) == built.search(q, 7, filters)
+    small = VectorIndex(16)  # fewer rows than its capacity: copied, not adopted
+    small.load(entries[:5], vectors[:5])
+    small.add_many(entries[5:9], vectors[5:9])
+    assert [s for s, _ in small.search(vectors[7], 1)] == [entries[7].seq]
+    with pytest.raises(RuntimeError, match="empty index"):
+        small.load(entries[:1], vectors[:1])
