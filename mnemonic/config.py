@@ -235,6 +235,11 @@ class AgentsConfig(_Section):
     stop_timeout_s: float = Field(
         1.5, gt=0, description="How long each agent gets to stop before shutdown moves on."
     )
+    heap_trim_interval_s: float = Field(
+        30.0,
+        ge=0,
+        description="How often freed memory is handed back to the system (glibc only; 0: never).",
+    )
 
 
 # Perception: watchers and the heuristic filter (issue 4).

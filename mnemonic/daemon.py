@@ -4,6 +4,7 @@ the owner of every background task."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import secrets
@@ -37,6 +38,7 @@ from mnemonic.perception import HeuristicFilter, ProjectResolver, RuntimeExclusi
 from mnemonic.recall.pipeline import Recaller
 from mnemonic.redact import redact
 from mnemonic.runtime.clock import SystemClock
+from mnemonic.runtime.heap import trim_heap
 from mnemonic.runtime.schedule import PeriodicJob
 from mnemonic.runtime.supervisor import Agent, Supervisor
 from mnemonic.store.browse import SQLiteBrowser
@@ -153,6 +155,11 @@ class _OneShot:
 
     def health(self) -> dict[str, Any]:
         return {"progress": self._detail()}
+
+
+async def _trim_heap() -> bool:
+    """In a worker thread: a trim walks the heap for a few milliseconds."""
+    return await asyncio.to_thread(trim_heap)
 
 
 class Daemon:
@@ -277,6 +284,12 @@ class Daemon:
             self.perception,
             *self.watchers,
         ]
+        if self.cfg.agents.heap_trim_interval_s > 0:
+            agents.append(
+                PeriodicJob(
+                    "heap-trim", self.cfg.agents.heap_trim_interval_s, _trim_heap, self.clock
+                )
+            )
         if model_changed or await self.store.count_stale_vectors(self.embedder.name):
             agents.append(
                 _OneShot(

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from mnemonic import sdnotify
 from mnemonic.exits import EX_OK, EX_SOFTWARE, EX_TEMPFAIL, EX_UNAVAILABLE
 from mnemonic.paths import Paths
+from mnemonic.runtime.heap import limit_malloc_arenas
 from mnemonic.store import recovery
 
 if TYPE_CHECKING:
@@ -268,32 +269,6 @@ def run(
         return _run_locked(build_app, stopper, host, port, paths)
     finally:
         stopper.restore()
-
-
-MALLOC_ARENAS = 2
-_M_ARENA_MAX = -8  # glibc's mallopt parameter number
-
-
-def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
-    """Cap glibc's malloc arenas (as ``MALLOC_ARENA_MAX=2`` would) unless the user set the
-    variable. glibc gives each thread that allocates concurrently an arena of its own and
-    rarely returns their memory; the daemon's reader, writer, embedding and HTTP threads
-    made RSS grow by 270 MB under 16 concurrent clients. Measured with bench/runtime.py at
-    100k memories: 902 -> 753 MB after the query phase, 611 -> 547 MB at start, with the
-    same query throughput. A no-op off glibc (macOS, musl)."""
-    if os.environ.get("MALLOC_ARENA_MAX") or not sys.platform.startswith("linux"):
-        return False
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return False
-    try:
-        libc = ctypes.CDLL(name)
-        return bool(libc.mallopt(_M_ARENA_MAX, arenas))
-    except (OSError, AttributeError):  # not glibc: nothing to tune
-        return False
 
 
 def _run_locked(

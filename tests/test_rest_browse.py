@@ -208,6 +208,7 @@ def test_stats_break_down_counts_queues_agents(client: TestClient) -> None:
     agents = {a["name"]: a for a in stats["agents"]}
     assert agents["encoding"]["state"] == "running"
     assert "encoding-sweep" in agents
+    assert "heap-trim" in agents  # agents.heap_trim_interval_s > 0 by default
     assert stats["queues"]["encoding"] == 0
 
 

@@ -138,7 +138,6 @@ def _placeholders(items: Sequence[object]) -> str:
 _INDEX_CHUNK = 2048  # rows fetched at a time when loading the vector index
 
 
-
 class _VectorMaintenance:
     """Queries for re-embedding; mixed into SQLiteStore below."""
 
