@@ -41,6 +41,13 @@ class StorageConfig(_Section):
     )
     cache_size_kib: int = Field(32 * 1024, ge=0, description="Page cache per connection.")
     read_connections: int = Field(2, ge=1, le=16, description="Pooled read-only connections.")
+    write_recovery_s: float = Field(
+        5.0,
+        ge=0,
+        le=3600,
+        description="How long writes must work without a storage error before health "
+        "stops reporting the failure.",
+    )
 
 
 class EmbeddingConfig(_Section):

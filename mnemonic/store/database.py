@@ -13,6 +13,7 @@ import asyncio
 import logging
 import re
 import sqlite3
+import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from functools import partial
@@ -114,7 +115,9 @@ class Database:
         self.path = path
         self._cfg = cfg
         self._writer: aiosqlite.Connection | None = None
-        self.write_failure: str | None = None
+        self._write_failure: str | None = None
+        self._failed_at = 0.0  # monotonic time of the latest storage failure
+        self._written_since_failure = False
         self._write_lock = asyncio.Lock()
         self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._all_readers: list[aiosqlite.Connection] = []
@@ -157,7 +160,7 @@ class Database:
         self.schema_version = version
         self._swap_readers(readers)
         self._read_only = True
-        self.write_failure = f"the data folder cannot be written ({exc}); serving reads only"
+        self._failed(f"the data folder cannot be written ({exc}); serving reads only")
         log.warning("opened %s read-only: %s", self.path, exc)
 
     async def _reopen_writable(self) -> None:
@@ -173,7 +176,7 @@ class Database:
         except sqlite3.Error as exc:
             if _storage_code(exc) is None:
                 raise
-            self.write_failure = f"the data folder cannot be written ({exc}); serving reads only"
+            self._failed(f"the data folder cannot be written ({exc}); serving reads only")
             raise StorageUnavailable(f"storage unavailable: {exc}") from exc
 
     def _swap_readers(self, readers: list[aiosqlite.Connection]) -> None:
@@ -249,18 +252,40 @@ class Database:
             except sqlite3.Error as exc:
                 if _storage_code(exc) is None:
                     raise
-                self.write_failure = f"{type(exc).__name__}: {exc}"
-                log.warning("write failed, storage unavailable: %s", self.write_failure)
+                self._failed(f"{type(exc).__name__}: {exc}")
+                log.warning("write failed, storage unavailable: %s", self._write_failure)
                 # SQLite may have fallen back to read-only on this connection for good:
                 # the next write opens a fresh one (and finds out whether the disk recovered)
                 await self._drop_writer()
                 raise StorageUnavailable(f"storage unavailable: {exc}") from exc
-            # only a commit that changed rows proves the disk takes writes again: a no-op
+            # only a commit that changed rows hints that the disk takes writes again: a no-op
             # transaction commits without writing a page even on a full disk
-            if self.write_failure is not None and changed and not bookkeeping:
-                log.info("writes succeed again after: %s", self.write_failure)
-                self.write_failure = None
+            if self._write_failure is not None and changed and not bookkeeping:
+                self._written_since_failure = True
             return result
+
+    @property
+    def write_failure(self) -> str | None:
+        """Why writes fail, until they have worked again for ``write_recovery_s``.
+
+        On a nearly full disk some commits still fit (in WAL frames or pages SQLite
+        already has) while others fail, so one successful write is no proof: health
+        flipped to ok between two 503s. The failure clears once a write that changed rows
+        succeeded and no storage error followed for ``storage.write_recovery_s``.
+        """
+        if (
+            self._write_failure is not None
+            and self._written_since_failure
+            and time.monotonic() - self._failed_at >= self._cfg.write_recovery_s
+        ):
+            log.info("writes succeed again after: %s", self._write_failure)
+            self._write_failure = None
+        return self._write_failure
+
+    def _failed(self, reason: str) -> None:
+        self._write_failure = reason
+        self._failed_at = time.monotonic()
+        self._written_since_failure = False
 
     async def run_read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` on a pooled read-only connection's thread."""
