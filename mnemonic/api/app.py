@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -19,7 +18,7 @@ from mnemonic import __version__
 from mnemonic.api.docs import docs_routes
 from mnemonic.api.metrics import Metrics, MetricsMiddleware, metrics_route
 from mnemonic.api.openapi import openapi_endpoint
-from mnemonic.api.routes import BadRequest, HealthFn, build_routes
+from mnemonic.api.routes import BadRequest, HealthFn, build_routes, invalid
 from mnemonic.api.security import BodyTooLarge, SecurityMiddleware
 from mnemonic.app.service import MemoryService
 from mnemonic.errors import InvalidInputError, NotFoundError, StorageUnavailable
@@ -92,12 +91,7 @@ async def _not_found(request: Request, exc: Exception) -> Response:
 
 async def _invalid(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, InvalidInputError)
-    body: dict[str, Any] = {
-        "error": "validation failed",
-        "details": [{"field": exc.field, "message": exc.message}],
-        "status": 422,
-    }
-    return JSONResponse(body, status_code=422)
+    return await _bad_request(request, invalid([{"field": exc.field, "message": exc.message}]))
 
 
 async def _too_large(request: Request, exc: Exception) -> Response:

@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from mnemonic.api.routes import BadRequest, parse
+from mnemonic.api.routes import field_errors, invalid, parse
 from mnemonic.api.schemas import (
     ActivityParams,
     AmendBody,
@@ -43,11 +43,7 @@ def query_params(request: Request, model: type[P]) -> P:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        details = [
-            {"field": ".".join(str(p) for p in err["loc"]) or "query", "message": err["msg"]}
-            for err in exc.errors(include_url=False, include_context=False, include_input=False)
-        ]
-        raise BadRequest(422, {"error": "validation failed", "details": details}) from None
+        raise invalid(field_errors(exc, "query")) from None
 
 
 def _edge(edge: Association, ids: dict[int, str]) -> dict[str, Any]:

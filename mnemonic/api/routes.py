@@ -43,11 +43,21 @@ async def parse(request: Request, model: type[B]) -> B:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        details = [
-            {"field": ".".join(str(p) for p in err["loc"]) or "body", "message": err["msg"]}
-            for err in exc.errors(include_url=False, include_context=False, include_input=False)
-        ]
-        raise BadRequest(422, {"error": "validation failed", "details": details}) from None
+        raise invalid(field_errors(exc, "body")) from None
+
+
+def invalid(details: list[dict[str, str]]) -> BadRequest:
+    """The one shape of every 422: each field and what is wrong with it."""
+    return BadRequest(422, {"error": "validation failed", "details": details})
+
+
+def field_errors(exc: ValidationError, whole: str) -> list[dict[str, str]]:
+    """Pydantic's errors as ``{"field": "a.0.b", "message"}``; ``whole`` names the input
+    itself when the error is not about one field."""
+    return [
+        {"field": ".".join(str(p) for p in err["loc"]) or whole, "message": err["msg"]}
+        for err in exc.errors(include_url=False, include_context=False, include_input=False)
+    ]
 
 
 def _input(body: RememberBody) -> RememberInput:
@@ -74,8 +84,7 @@ def _wait(request: Request) -> bool:
     value = request.query_params.get("wait", "false").strip().lower()
     if value in _TRUE or value in _FALSE:
         return value in _TRUE
-    detail = {"field": "wait", "message": "must be true or false"}
-    raise BadRequest(422, {"error": "validation failed", "details": [detail]})
+    raise invalid([{"field": "wait", "message": "must be true or false"}])
 
 
 def build_routes(service: MemoryService, health: HealthFn) -> list[Route]:
