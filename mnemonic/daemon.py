@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -24,6 +23,7 @@ from mnemonic.api.browse_routes import build_browse_routes
 from mnemonic.api.exclusion_routes import build_exclusion_routes
 from mnemonic.api.metrics import Metrics, MetricsSnapshot, fold_serials
 from mnemonic.api.ws import EventStream
+from mnemonic.api_token import TOKEN_ENV, load_or_create_token
 from mnemonic.app.activity import ActivityLog
 from mnemonic.app.browse import BrowseService
 from mnemonic.app.exclusions import ExclusionService
@@ -50,8 +50,6 @@ from mnemonic.timeutil import utcnow
 from mnemonic.watchers.base import Watcher
 
 log = logging.getLogger(__name__)
-
-TOKEN_ENV = "MNEMONIC_TOKEN"  # noqa: S105 - the variable name, not a secret
 
 
 def build_embedder(cfg: EmbeddingConfig) -> EmbeddingProvider:
@@ -85,22 +83,6 @@ def limit_blas_threads() -> None:
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1, user_api="blas")
-
-
-def load_or_create_token(paths: Paths) -> str:
-    """``MNEMONIC_TOKEN`` if set, else the token file (created 0600 on first start)."""
-    override = os.environ.get(TOKEN_ENV)
-    if override:
-        return override.strip()
-    path = paths.token_file
-    if path.exists():
-        return path.read_text(encoding="utf-8").strip()
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    token = secrets.token_urlsafe(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(token + "\n")
-    return token
 
 
 def write_default_config(paths: Paths) -> None:
@@ -477,7 +459,7 @@ def serve(cfg: Config, paths: Paths) -> int:
     paths.ensure()
     setup_logging(cfg.logging.level, paths.log_dir)
     write_default_config(paths)
-    token = load_or_create_token(paths)
+    token = load_or_create_token(paths, os.environ.get(TOKEN_ENV))
 
     def build(notices: list[str]) -> Starlette:
         return Daemon(cfg, paths, token, notices=notices).app()

@@ -92,28 +92,28 @@ def test_body_cap_by_length_and_by_stream(make_client: Callable[..., TestClient]
 
 
 def test_token_file_is_private_and_reused(tmp_path: object) -> None:
-    import os
     import stat
     from pathlib import Path
 
-    from mnemonic.daemon import load_or_create_token
+    from mnemonic.api_token import configured_token, load_or_create_token
     from mnemonic.paths import resolve_paths
 
     assert isinstance(tmp_path, Path)
     paths = resolve_paths(tmp_path)
-    saved = os.environ.pop("MNEMONIC_TOKEN", None)
-    try:
-        first = load_or_create_token(paths)
-        mode = stat.S_IMODE(paths.token_file.stat().st_mode)
-        assert mode == 0o600
-        assert len(first) >= 32
-        assert load_or_create_token(paths) == first
-        os.environ["MNEMONIC_TOKEN"] = "from-env"
-        assert load_or_create_token(paths) == "from-env"
-    finally:
-        os.environ.pop("MNEMONIC_TOKEN", None)
-        if saved is not None:
-            os.environ["MNEMONIC_TOKEN"] = saved
+    assert configured_token(paths, None) == ""  # nothing yet: the CLI sends no token
+    first = load_or_create_token(paths, None)
+    assert stat.S_IMODE(paths.token_file.stat().st_mode) == 0o600
+    assert len(first) >= 32
+    assert load_or_create_token(paths, None) == first == configured_token(paths, "")
+    assert load_or_create_token(paths, " from-env\n") == "from-env"
+    # a blank variable or a blank file never means "the empty token", which would let
+    # "Authorization: Bearer " through
+    assert load_or_create_token(paths, "   ") == first
+    paths.token_file.write_text("\n", encoding="utf-8")
+    fresh = load_or_create_token(paths, None)
+    assert len(fresh) >= 32 and fresh != first
+    assert paths.token_file.read_text(encoding="utf-8").strip() == fresh
+    assert stat.S_IMODE(paths.token_file.stat().st_mode) == 0o600
 
 
 def test_rejected_write_really_did_not_store(client: TestClient) -> None:

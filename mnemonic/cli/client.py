@@ -7,8 +7,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-from mnemonic.paths import Paths
-
 if TYPE_CHECKING:
     import httpx
 
@@ -90,13 +88,3 @@ def ws_url(base_url: str, path: str, params: Mapping[str, str | None]) -> str:
     scheme = "wss" if parts.scheme == "https" else "ws"
     query = urlencode({k: v for k, v in params.items() if v})
     return urlunsplit((scheme, parts.netloc, path, query, ""))
-
-
-def token_for(paths: Paths, env_token: str | None) -> str:
-    """``MNEMONIC_TOKEN`` when set (as the daemon does), else the token file, else ""."""
-    if env_token and env_token.strip():
-        return env_token.strip()
-    try:
-        return paths.token_file.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        return ""

@@ -389,9 +389,9 @@ def check_vectors(probe: DaemonProbe) -> Check:
 
 
 def _token(paths: Paths, env: Mapping[str, str]) -> str:
-    from mnemonic.cli.client import token_for
+    from mnemonic.api_token import configured_token
 
-    return token_for(paths, env.get("MNEMONIC_TOKEN"))
+    return configured_token(paths, env.get("MNEMONIC_TOKEN"))
 
 
 def _print_table(checks: list[Check]) -> None:

@@ -20,13 +20,13 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
-from mnemonic.cli.client import ApiError, Client, DaemonDown, token_for
+from mnemonic.api_token import TOKEN_ENV, configured_token
+from mnemonic.cli.client import ApiError, Client, DaemonDown
 from mnemonic.cli.exits import EX_CONFIG, EX_UNAVAILABLE, exit_for_status
 from mnemonic.config import Config, load_config
 from mnemonic.config_sources import alias_overrides
 from mnemonic.paths import Paths, resolve_paths
 
-TOKEN_ENV = "MNEMONIC_TOKEN"  # noqa: S105 - the variable's name, not a secret
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 out = Console()
@@ -107,7 +107,7 @@ def daemon_url(host: str, port: int) -> str:
 
 
 def token(paths: Paths) -> str:
-    return token_for(paths, os.environ.get(TOKEN_ENV))
+    return configured_token(paths, os.environ.get(TOKEN_ENV))
 
 
 @contextmanager
