@@ -123,3 +123,14 @@ def test_rejected_write_really_did_not_store(client: TestClient) -> None:
     anonymous.post("/api/v1/memories?wait=true", json={"content": "the quokka smiles"})
     hits = client.post("/api/v1/query", json={"query": "quokka"}).json()["results"]
     assert all("quokka" not in h["memory"]["content"] for h in hits)
+
+
+def test_the_guard_refuses_an_empty_token() -> None:
+    """Defence in depth: with an empty token, "Authorization: Bearer " would match."""
+    from starlette.responses import PlainTextResponse
+
+    from mnemonic.api.security import SecurityMiddleware
+
+    for blank in ("", "  "):
+        with pytest.raises(ValueError, match="must not be empty"):
+            SecurityMiddleware(PlainTextResponse("x"), port=1, token=blank, max_body_bytes=10)

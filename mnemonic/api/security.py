@@ -26,6 +26,8 @@ class SecurityMiddleware:
     def __init__(self, app: ASGIApp, *, port: int, token: str, max_body_bytes: int) -> None:
         self.app = app
         self.port = port
+        if not token.strip():  # "Bearer " with nothing after it would match an empty one
+            raise ValueError("the API token must not be empty")
         self.token = token.encode()
         self.max_body = max_body_bytes
         self.hosts = {f"{name}:{port}".encode() for name in LOOPBACK_NAMES}
