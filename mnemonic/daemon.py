@@ -403,7 +403,7 @@ class Daemon:
     async def metrics_snapshot(self) -> MetricsSnapshot:
         """What ``/metrics`` reports beyond request counts: aggregate gauges only, no
         per-memory labels (cardinality stays bounded however large the store grows)."""
-        breakdown = await self.browse.breakdown()
+        by_state, raw_by_status = await self.browse.gauges()
         bus = self.bus.stats()
         queues = {"encoding": self.encoder.backlog}
         queues.update(fold_serials((f"bus:{s.name}", s.depth) for s in bus))
@@ -411,8 +411,8 @@ class Daemon:
         for reason, n in self.filter.stats()["dropped"].items():
             drops[f"filter:{reason}"] = n
         return MetricsSnapshot(
-            memories_by_state=breakdown["by_state"],
-            raw_by_status=breakdown["raw_by_status"],
+            memories_by_state=by_state,
+            raw_by_status=raw_by_status,
             queue_depths=queues,
             drops=drops,
             events_published=self.bus.published,

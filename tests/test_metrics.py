@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import prometheus_client
@@ -16,6 +14,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.testclient import TestClient
 from support.api import BASE_URL, TOKEN, query, remember
 
+from mnemonic import __version__
 from mnemonic.api.app import build_app
 from mnemonic.api.metrics import (
     UNMATCHED,
@@ -26,11 +25,6 @@ from mnemonic.api.metrics import (
     method_label,
     path_patterns,
 )
-from mnemonic.config import load_config
-from mnemonic.daemon import Daemon
-from mnemonic.llm.embedding.onnx import OnnxEmbedder
-from mnemonic.paths import Paths
-from mnemonic.store.models import MemoryState
 
 
 def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -45,57 +39,6 @@ def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 def _value(text: str, name: str, **labels: str) -> float | None:
     return _samples(text).get((name, tuple(sorted(labels.items()))))
-
-
-async def _snapshot_of(daemon: Daemon) -> MetricsSnapshot:
-    """What the composition root passes to ``Metrics`` (the wiring the report proposes)."""
-    counts = await daemon.store.counts()
-    subscribers = daemon.bus.stats()
-    return MetricsSnapshot(
-        memories_by_state={s.value: counts.get(f"memories_{s.value}", 0) for s in MemoryState},
-        raw_by_status={"accepted": counts["raw_pending"], "failed": counts["raw_failed"]},
-        queue_depths={
-            "encoding": daemon.encoder.backlog,
-            **fold_serials((f"bus:{s.name}", s.depth) for s in subscribers),
-        },
-        drops=fold_serials((s.name, s.dropped) for s in subscribers),
-        events_published=daemon.bus.published,
-        websocket_clients=daemon.stream.clients,
-        vectors=len(daemon.index),
-    )
-
-
-@pytest.fixture
-def wired(paths: Paths, embedder: OnnxEmbedder) -> Iterator[tuple[TestClient, Metrics]]:
-    """The daemon's service behind ``build_app`` with metrics wired as the root would."""
-    daemon = Daemon(load_config(None), paths, TOKEN, embedder=embedder)
-
-    async def snapshot() -> MetricsSnapshot:
-        return await _snapshot_of(daemon)
-
-    metrics = Metrics(snapshot, version="9.9.9")
-    daemon.service.recall_observers.append(metrics.observe_recall)
-
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await daemon.start()
-        try:
-            yield
-        finally:
-            await daemon.stop()
-
-    app = build_app(
-        daemon.service,
-        daemon.health,
-        port=9999,
-        token=TOKEN,
-        max_body_bytes=1 << 20,
-        ready=lambda: daemon.ready,
-        lifespan=lifespan,
-        metrics=metrics,
-    )
-    with TestClient(app, base_url=BASE_URL, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
-        yield client, metrics
 
 
 def test_requests_are_counted_by_route_template(client: TestClient) -> None:
@@ -165,8 +108,8 @@ def test_metrics_are_open_but_host_checked(client: TestClient) -> None:
     assert cross.status_code == 403
 
 
-def test_daemon_state_and_recall_durations(wired: tuple[TestClient, Metrics]) -> None:
-    client, _ = wired
+def test_daemon_state_and_recall_durations(client: TestClient) -> None:
+    """The composition root's own snapshot (``Daemon.metrics_snapshot``) behind /metrics."""
     remember(client, "deploys happen on Tuesdays after the standup")
     remember(client, "the on-call rota lives in the ops wiki")
     query(client, "when do deploys happen")
@@ -175,13 +118,15 @@ def test_daemon_state_and_recall_durations(wired: tuple[TestClient, Metrics]) ->
 
     assert _value(text, "mnemonic_memories", state="active") == 2
     assert _value(text, "mnemonic_memories", state="archived") == 0
+    assert _value(text, "mnemonic_raw_memories", status="encoded") == 2
+    assert _value(text, "mnemonic_raw_memories", status="failed") == 0  # a series, at 0
     assert _value(text, "mnemonic_queue_depth", queue="encoding") == 0
     assert _value(text, "mnemonic_vectors") == 2
     assert _value(text, "mnemonic_bus_published_total") >= 4  # type: ignore[operator]
     assert _value(text, "mnemonic_recall_duration_seconds_count") == 2
     recall_sum = _value(text, "mnemonic_recall_duration_seconds_sum")
     assert recall_sum is not None and 0 < recall_sum < 5
-    assert _value(text, "mnemonic_build_info", version="9.9.9", python=_python()) == 1
+    assert _value(text, "mnemonic_build_info", version=__version__, python=_python()) == 1
 
 
 def _python() -> str:

@@ -125,6 +125,10 @@ class BrowseService:
     async def breakdown(self) -> dict[str, Any]:
         return await self._browser.breakdown()
 
+    async def gauges(self) -> tuple[dict[str, int], dict[str, int]]:
+        """(memories by state, raw memories by status), cheap enough for every scrape."""
+        return await self._browser.gauges()
+
     async def amendments(self, memory_id: str) -> list[dict[str, Any]]:
         await self._memory(memory_id)
         return await self._browser.amendments(memory_id)

@@ -19,7 +19,7 @@ import numpy as np
 from mnemonic.llm.embedding import Vectors
 from mnemonic.store.base import Filters
 from mnemonic.store.database import Database
-from mnemonic.store.models import Association, Encoded, Memory, Relation
+from mnemonic.store.models import Association, Encoded, Memory, MemoryState, RawStatus, Relation
 from mnemonic.store.sqlite import _memory, _placeholders, filter_sql
 from mnemonic.timeutil import from_db, to_db, utcnow
 
@@ -242,11 +242,23 @@ class SQLiteBrowser:
 
         return await self.db.run_read(work)
 
+    async def gauges(self) -> tuple[dict[str, int], dict[str, int]]:
+        """Memories by state and raw memories by status, every known value present (0
+        rather than a missing series): what ``/metrics`` exports. Both are index-only
+        counts (8 ms each at 100k memories); the whole breakdown scans the table twice
+        more (230 ms), too much for every Prometheus scrape."""
+
+        def work(conn: sqlite3.Connection) -> tuple[dict[str, int], dict[str, int]]:
+            states, statuses = _grouped(conn, _BY_STATE), _grouped(conn, _RAW_BY_STATUS)
+            return (
+                {s.value: states.get(s.value, 0) for s in MemoryState},
+                {s.value: statuses.get(s.value, 0) for s in RawStatus},
+            )
+
+        return await self.db.run_read(work)
+
     async def breakdown(self, failed_limit: int = 20) -> dict[str, Any]:
         """Counts by state, source, type and project; raw memories by status; the failed."""
-
-        def grouped(conn: sqlite3.Connection, sql: str) -> dict[str, int]:
-            return {str(k): int(n) for k, n in conn.execute(sql)}
 
         def work(conn: sqlite3.Connection) -> dict[str, Any]:
             failed = conn.execute(
@@ -255,17 +267,17 @@ class SQLiteBrowser:
                 (failed_limit,),
             ).fetchall()
             return {
-                "by_state": grouped(conn, "SELECT state, count(*) FROM memories GROUP BY state"),
-                "by_source": grouped(conn, "SELECT source, count(*) FROM memories GROUP BY source"),
-                "by_type": grouped(conn, "SELECT type, count(*) FROM memories GROUP BY type"),
-                "by_project": grouped(
+                "by_state": _grouped(conn, _BY_STATE),
+                "by_source": _grouped(
+                    conn, "SELECT source, count(*) FROM memories GROUP BY source"
+                ),
+                "by_type": _grouped(conn, "SELECT type, count(*) FROM memories GROUP BY type"),
+                "by_project": _grouped(
                     conn,
                     "SELECT project, count(*) AS n FROM memories GROUP BY project"
                     " ORDER BY n DESC LIMIT 100",
                 ),
-                "raw_by_status": grouped(
-                    conn, "SELECT status, count(*) FROM raw_memories GROUP BY status"
-                ),
+                "raw_by_status": _grouped(conn, _RAW_BY_STATUS),
                 "associations": conn.execute("SELECT count(*) FROM associations").fetchone()[0],
                 "failed": [
                     {
@@ -377,3 +389,11 @@ def _subgraph(conn: sqlite3.Connection, seqs: list[int], truncated: bool) -> Gra
         ).fetchall()
         edges = [Association(r[0], r[1], Relation(r[2]), float(r[3])) for r in rows]
     return Graph([found[s] for s in seqs if s in found], edges, truncated)
+
+
+_BY_STATE = "SELECT state, count(*) FROM memories GROUP BY state"
+_RAW_BY_STATUS = "SELECT status, count(*) FROM raw_memories GROUP BY status"
+
+
+def _grouped(conn: sqlite3.Connection, sql: str) -> dict[str, int]:
+    return {str(k): int(n) for k, n in conn.execute(sql)}
