@@ -226,19 +226,20 @@ def test_pinned_hash_matches_the_installed_package() -> None:
 
 
 @pytest.mark.parametrize(
-    ("threads", "max_tokens", "batch_size", "message"),
+    ("threads", "max_tokens", "batch_size", "batch_tokens", "message"),
     [
-        (0, 256, 32, "threads"),
-        (2, 2, 32, "max_tokens"),
-        (2, 513, 32, "max_tokens"),
-        (2, 256, 0, "batch_size"),
+        (0, 256, 32, 2048, "threads"),
+        (2, 2, 32, 2048, "max_tokens"),
+        (2, 513, 32, 2048, "max_tokens"),
+        (2, 256, 0, 2048, "batch_size"),
+        (2, 256, 32, 0, "batch_tokens"),
     ],
 )
 def test_invalid_settings_are_rejected(
-    threads: int, max_tokens: int, batch_size: int, message: str
+    threads: int, max_tokens: int, batch_size: int, batch_tokens: int, message: str
 ) -> None:
     with pytest.raises(ValueError, match=message):
-        OnnxEmbedder(threads, max_tokens, batch_size)
+        OnnxEmbedder(threads, max_tokens, batch_size, batch_tokens=batch_tokens)
 
 
 def _run_python(code: str) -> subprocess.CompletedProcess[str]:

@@ -167,7 +167,7 @@ class Database:
         """Called with the write lock held when there is no writer: after a read-only
         start everything reopens (the immutable readers would never see new writes);
         after a failed write only the writer does (WAL readers are unaffected). Opening is
-        not proof of recovery: ``write_failure`` clears when a write changes rows."""
+        not proof of recovery: see ``write_failure`` for when the failure clears."""
         try:
             if self._read_only:
                 await self._open_writable()

@@ -51,11 +51,12 @@ class OnnxEmbedder:
     as sentence-transformers does for this model (it uses 256).
 
     Memory: attention tensors grow with texts x tokens², and onnxruntime's CPU arena keeps
-    its high-water mark for good. Measured on 256 texts of up to 256 tokens (bench note in
-    DESIGN.md): 32-text batches with the default arena left the process at 1.57 GB RSS.
-    A batch therefore also stops at ``batch_tokens`` padded tokens, and every run asks the
-    arena to give back what it no longer uses: 0.27 GB, and 15% faster (smaller batches
-    fit the caches). Turning the arena off instead kept memory low but was 50% slower.
+    its high-water mark for good. Measured on 256 notes of 5-250 words
+    (bench/embedding_memory.py, BENCHMARKS.md): 32-text batches with the default arena
+    left the process at ~1 GB RSS. A batch therefore also stops at ``batch_tokens`` padded
+    tokens, and every run asks the arena to give back what it no longer uses: ~0.3 GB,
+    and no slower (+4% to +13% texts/s in three runs). Turning the arena off instead kept
+    memory low but was 50% slower.
     """
 
     def __init__(
@@ -68,9 +69,7 @@ class OnnxEmbedder:
         shrink_arena: bool = True,
         model_path: Path | None = None,
     ) -> None:
-        _check_settings(threads, max_tokens, batch_size)
-        if batch_tokens < 1:
-            raise ValueError(f"batch_tokens must be at least 1, got {batch_tokens}")
+        _check_settings(threads, max_tokens, batch_size, batch_tokens)
         started = time.perf_counter()
         path = model_path if model_path is not None else _packaged_model_path()
         verify_sha256(path, MODEL_SHA256)
@@ -203,13 +202,15 @@ def batches(lengths: Sequence[int], max_texts: int, max_tokens: int) -> Iterator
         yield batch
 
 
-def _check_settings(threads: int, max_tokens: int, batch_size: int) -> None:
+def _check_settings(threads: int, max_tokens: int, batch_size: int, batch_tokens: int) -> None:
     if threads < 1:
         raise ValueError(f"threads must be at least 1, got {threads}")
     if not 2 < max_tokens <= MAX_POSITIONS:
         raise ValueError(f"max_tokens must be in 3..{MAX_POSITIONS}, got {max_tokens}")
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    if batch_tokens < 1:
+        raise ValueError(f"batch_tokens must be at least 1, got {batch_tokens}")
 
 
 def _packaged_model_path() -> Path:
