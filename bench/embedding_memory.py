@@ -18,6 +18,8 @@ import subprocess
 import sys
 import time
 
+import latency  # this folder: bench scripts run as files
+
 SETTINGS = [
     # (label, batch_size, batch_tokens, shrink_arena)
     ("before: 32 texts, no token budget, arena kept", 32, 1 << 30, False),
@@ -28,19 +30,11 @@ SETTINGS = [
 ]
 
 
-def _status_mb(field: str) -> float:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
 def child(batch_size: int, batch_tokens: int, shrink: bool, texts: int) -> dict[str, float]:
     from mnemonic.llm.embedding.onnx import OnnxEmbedder
 
     embedder = OnnxEmbedder(batch_size=batch_size, batch_tokens=batch_tokens, shrink_arena=shrink)
-    loaded = _status_mb("VmRSS")
+    loaded, _ = latency.rss_mb(os.getpid())
     rng = random.Random(7)
     words = "the deploy failed because the migration locked the billing table while the"
     words += " nightly export was still reading it so we moved the export to a replica"
@@ -54,10 +48,11 @@ def child(batch_size: int, batch_tokens: int, shrink: bool, texts: int) -> dict[
     for _ in range(100):
         embedder.embed(["why did the billing export fail"])
     query_ms = (time.perf_counter() - query_started) * 10
+    after, peak = latency.rss_mb(os.getpid())
     return {
         "loaded_mb": loaded,
-        "peak_mb": _status_mb("VmHWM"),
-        "after_mb": _status_mb("VmRSS"),
+        "peak_mb": peak,
+        "after_mb": after,
         "texts_per_s": texts / seconds,
         "query_ms": query_ms,
     }
