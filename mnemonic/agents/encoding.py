@@ -7,6 +7,19 @@ associations. It batches (up to ``batch_max`` texts or ``batch_wait_ms``) so sus
 ingest runs near the embedder's own speed, retries a failing batch with backoff, and
 sweeps the store for memories still without a vector (after a restart, or when the bus
 dropped an event), so nothing it does can lose the raw observation.
+
+A bad memory cannot hold the rest hostage:
+
+* each attempt is counted in the store *before* it starts, so one that kills the process
+  (or hangs until someone does) counts after the restart too;
+* an attempt has a deadline (``batch_timeout_s``) for its embedding and link decisions;
+* a memory that has been tried before is tried alone, so a failing or fatal one fails by
+  itself and the other memories of its first batch are encoded on their next attempt;
+* after ``max_attempts`` the memory is parked: raw status ``failed`` with the reason.
+
+The text decisions (near-duplicate checks, contradiction and link typing over neighbour
+texts of up to 100,000 characters) run in a worker thread; the store and the in-memory
+index are only touched from the event loop.
 """
 
 from __future__ import annotations
@@ -37,7 +50,7 @@ from mnemonic.store.base import (
     NewLink,
     PendingMemory,
 )
-from mnemonic.store.models import MemoryState, Relation
+from mnemonic.store.models import Memory, MemoryState, Relation
 from mnemonic.store.vector_index import IndexEntry, VectorIndex
 from mnemonic.timeutil import ensure_utc
 
@@ -46,6 +59,10 @@ log = logging.getLogger(__name__)
 SWEEP_LIMIT = 10_000
 
 Subscribe = Callable[..., Callable[[], None]]
+
+
+class AttemptTimedOut(Exception):
+    """An encoding attempt passed ``batch_timeout_s``."""
 
 
 class EncodingAgent:
@@ -76,12 +93,12 @@ class EncodingAgent:
         # memory ids queued, in flight or waiting for a retry: the sweep skips them
         self._known: set[str] = set()
         self._causes: dict[str, Context] = {}
-        self._attempts: dict[str, int] = {}
         self._idle = asyncio.Event()  # set once the first sweep found nothing left to do
         self._in_flight = 0
         self.encoded = 0
         self.merged = 0
         self.failures = 0
+        self.parked = 0
         self.last_error: str | None = None
 
     @property
@@ -107,8 +124,7 @@ class EncodingAgent:
     async def sweep(self) -> int:
         """Queue memories stored without a vector that nobody is working on: left over
         from before a restart, or announced by an event the bus had to drop."""
-        pending = await self._ingest.pending(limit=SWEEP_LIMIT)
-        added = self.submit([p.id for p in pending])
+        added = self.submit(await self._ingest.pending_ids(limit=SWEEP_LIMIT))
         if added:
             log.info("queued %d memories still without a vector", added)
         return added
@@ -145,18 +161,41 @@ class EncodingAgent:
             self._forget(gone)
         if not batch:
             return
+        # A memory tried before is tried alone: it may be what failed (or killed the
+        # process), and its batch neighbours should not share its fate.
+        fresh = [m for m in batch if m.attempts == 0]
+        groups = ([fresh] if fresh else []) + [[m] for m in batch if m.attempts > 0]
+        retry: list[PendingMemory] = []
+        for group in groups:
+            retry += await self._attempt(group)
+        if retry:
+            worst = max(m.attempts + 1 for m in retry)
+            await self._clock.sleep(min(30.0, self._cfg.retry_base_s * 2 ** (worst - 1)))
+            for item in retry:
+                self._queue.put_nowait(item.id)
+
+    async def _attempt(self, group: list[PendingMemory]) -> list[PendingMemory]:
+        """One counted attempt at ``group``; returns the memories to try again."""
+        max_attempts = self._cfg.max_attempts
+        parked = set(await self._ingest.begin_attempt([m.raw_id for m in group], max_attempts))
+        live = [m for m in group if m.raw_id not in parked]
+        for item in group:
+            if item.raw_id in parked:
+                reason = f"gave up after {item.attempts} attempts; the last did not finish"
+                self._report(item, reason, item.attempts, will_retry=False)
+        if not live:
+            return []
         try:
-            await self._process(batch)
-        except Exception as exc:  # noqa: BLE001 - a failed batch is retried, never lost
-            await self._handle_failure(batch, exc)
-        else:
-            for item in batch:
-                self._forget(item.id)
+            await self._process(live)
+        except Exception as exc:  # noqa: BLE001 - a failed attempt is retried, never lost
+            return await self._handle_failure(live, exc)
+        for item in live:
+            self._forget(item.id)
+        return []
 
     def _forget(self, memory_id: str) -> None:
         self._known.discard(memory_id)
         self._causes.pop(memory_id, None)
-        self._attempts.pop(memory_id, None)
 
     async def _next_batch(self) -> list[str]:
         batch = [await self._queue.get()]
@@ -177,37 +216,38 @@ class EncodingAgent:
                 break
         return batch
 
-    async def _handle_failure(self, batch: list[PendingMemory], exc: Exception) -> None:
+    async def _handle_failure(
+        self, batch: list[PendingMemory], exc: Exception
+    ) -> list[PendingMemory]:
         self.failures += 1
-        error = f"{type(exc).__name__}: {exc}"
+        error = str(exc) if isinstance(exc, AttemptTimedOut) else f"{type(exc).__name__}: {exc}"
         self.last_error = error
         log.warning("encoding batch of %d failed: %s", len(batch), error)
         await self._ingest.mark_failed([m.raw_id for m in batch], error, self._cfg.max_attempts)
         retry: list[PendingMemory] = []
         for item in batch:
-            attempts = self._attempts.get(item.id, 0) + 1
-            self._attempts[item.id] = attempts
+            attempts = item.attempts + 1  # the one begun for this batch
             will_retry = attempts < self._cfg.max_attempts
-            self._publish(
-                MemoryEncodingFailed(
-                    raw_id=item.raw_id,
-                    memory_id=item.id,
-                    error=error,
-                    attempts=attempts,
-                    will_retry=will_retry,
-                    context=self._context_for(item.id),
-                )
-            )
+            self._report(item, error, attempts, will_retry=will_retry)
             if will_retry:
                 retry.append(item)
-            else:
-                self._forget(item.id)
-        if retry:
-            worst = max(self._attempts[m.id] for m in retry)
-            delay = min(30.0, self._cfg.retry_base_s * 2 ** (worst - 1))
-            await self._clock.sleep(delay)
-            for item in retry:
-                self._queue.put_nowait(item.id)
+        return retry
+
+    def _report(self, item: PendingMemory, error: str, attempts: int, *, will_retry: bool) -> None:
+        self._publish(
+            MemoryEncodingFailed(
+                raw_id=item.raw_id,
+                memory_id=item.id,
+                error=error,
+                attempts=attempts,
+                will_retry=will_retry,
+                context=self._context_for(item.id),
+            )
+        )
+        if not will_retry:
+            self.parked += 1
+            log.warning("encoding of raw memory %s parked as failed: %s", item.raw_id, error)
+            self._forget(item.id)
 
     def _context_for(self, memory_id: str) -> Context:
         cause = self._causes.get(memory_id)
@@ -215,9 +255,18 @@ class EncodingAgent:
 
     async def _process(self, batch: list[PendingMemory]) -> None:
         texts = [m.content for m in batch]
-        vectors = await asyncio.to_thread(self._embedder.embed, texts)
-        outcomes, added = await self._decide(batch, vectors)
+        added: list[int] = []
+        deadline = asyncio.timeout(self._cfg.batch_timeout_s)
         try:
+            try:
+                async with deadline:
+                    vectors = await asyncio.to_thread(self._embedder.embed, texts)
+                    outcomes = await self._decide(batch, vectors, added)
+            except TimeoutError as exc:
+                if not deadline.expired():
+                    raise
+                raise AttemptTimedOut(f"timed out after {self._cfg.batch_timeout_s:g} s") from exc
+            # outside the deadline: a write abandoned half-way could finish unseen
             await self._ingest.complete(outcomes, self._embedder.name, self._cfg.reinforce_step)
         except BaseException:
             for seq in added:
@@ -279,15 +328,16 @@ class EncodingAgent:
             "encoded": self.encoded,
             "merged": self.merged,
             "failed_batches": self.failures,
+            "parked": self.parked,
             "last_error": self.last_error,
         }
 
     async def _decide(
-        self, batch: list[PendingMemory], vectors: Vectors
-    ) -> tuple[list[EmbeddedOutcome], list[int]]:
-        """Near-duplicate or links for each item, in order, so later items see earlier ones."""
+        self, batch: list[PendingMemory], vectors: Vectors, added: list[int]
+    ) -> list[EmbeddedOutcome]:
+        """Near-duplicate or links for each item, in order, so later items see earlier ones
+        (``added``: the seqs put in the index, for the caller to take out on failure)."""
         outcomes: list[EmbeddedOutcome] = []
-        added: list[int] = []
         previous: dict[str, PendingMemory] = {}
         for item, vector in zip(batch, vectors, strict=True):
             filters = Filters(project=item.project, states=(MemoryState.ACTIVE, MemoryState.FADING))
@@ -305,7 +355,7 @@ class EncodingAgent:
             self._index.add_many([_entry(item)], vector.reshape(1, -1))
             added.append(item.seq)
             previous[item.project] = item
-        return outcomes, added
+        return outcomes
 
     async def _near_duplicate(
         self, item: PendingMemory, hits: list[tuple[int, float]]
@@ -314,16 +364,7 @@ class EncodingAgent:
         if not close:
             return None
         found = await self._memories.get_many(close)
-        for seq in close:
-            other = found.get(seq)
-            if (
-                other is not None
-                and other.type == item.type
-                and other.project == item.project
-                and may_merge(item.content, other.content)
-            ):
-                return seq
-        return None
+        return await asyncio.to_thread(_first_twin, item, close, found)
 
     async def _links(
         self,
@@ -341,7 +382,8 @@ class EncodingAgent:
             for s, c in hits
             if s in found
         ]
-        links = choose_links(
+        links = await asyncio.to_thread(
+            choose_links,
             item.content,
             item.concepts,
             item.timestamp,
@@ -364,6 +406,20 @@ class EncodingAgent:
             + [link.strength for link in links if link.target_seq == prev.seq]
         )
         return [NewLink(prev.seq, Relation.TEMPORAL, strength), *kept]
+
+
+def _first_twin(item: PendingMemory, close: list[int], found: dict[int, Memory]) -> int | None:
+    """The first of ``close`` that ``item`` may merge into (pure; run in a worker thread)."""
+    for seq in close:
+        other = found.get(seq)
+        if (
+            other is not None
+            and other.type == item.type
+            and other.project == item.project
+            and may_merge(item.content, other.content)
+        ):
+            return seq
+    return None
 
 
 def _entry(item: PendingMemory) -> IndexEntry:

@@ -55,6 +55,8 @@ class MetricsSnapshot:
     events_published: int = 0
     websocket_clients: int = 0
     vectors: int = 0
+    loop_stalls: int = 0
+    loop_longest_stall_s: float = 0.0
 
 
 SnapshotFn = Callable[[], Awaitable[MetricsSnapshot]]
@@ -109,6 +111,16 @@ class _SnapshotCollector(Collector):
             "mnemonic_websocket_clients", "Connected /ws clients.", value=snap.websocket_clients
         )
         yield GaugeMetricFamily("mnemonic_vectors", "Vectors in the index.", value=snap.vectors)
+        yield CounterMetricFamily(
+            "mnemonic_event_loop_stalls",
+            "Event-loop stalls longer than agents.loop_stall_threshold_s.",
+            value=snap.loop_stalls,
+        )
+        yield GaugeMetricFamily(
+            "mnemonic_event_loop_longest_stall_seconds",
+            "Longest event-loop stall since start.",
+            value=snap.loop_longest_stall_s,
+        )
 
 
 def _gauge(name: str, doc: str, label: str, values: Mapping[str, int]) -> GaugeMetricFamily:

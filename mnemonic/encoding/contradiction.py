@@ -148,15 +148,24 @@ def contradicts(a: str, b: str) -> bool:
 _Claims = set[tuple[str, str]]
 
 
-@functools.lru_cache(maxsize=8192)
-def _analyse(
-    text: str,
-) -> tuple[frozenset[str], frozenset[tuple[str, str]], frozenset[tuple[str, str]]]:
+_Analysis = tuple[frozenset[str], frozenset[tuple[str, str]], frozenset[tuple[str, str]]]
+_SHORT_TEXT = 4096
+
+
+def _analyse(text: str) -> _Analysis:
     """(un-negated pair words, positive copula claims, negated copula claims).
 
     Cached: the encoder compares one new memory with several neighbours, and each
-    neighbour with many new memories.
+    neighbour with many new memories. The cache holds a text as its key, so long texts
+    (up to 100,000 characters each) get a small cache of their own: 8,192 of them would
+    pin most of a gigabyte.
     """
+    if len(text) <= _SHORT_TEXT:
+        return _analyse_short(text)
+    return _analyse_long(text)
+
+
+def _analyse_uncached(text: str) -> _Analysis:
     spans = [
         (m.group().lower().replace("’", "'"), m.start(), m.end()) for m in WORD_RE.finditer(text)
     ]
@@ -170,6 +179,10 @@ def _analyse(
             present.add(token)
         _collect_claim(tokens, i, positive, negative)
     return frozenset(present), frozenset(positive), frozenset(negative)
+
+
+_analyse_short = functools.lru_cache(maxsize=8192)(_analyse_uncached)
+_analyse_long = functools.lru_cache(maxsize=64)(_analyse_uncached)
 
 
 def _negated(previous: str, before_previous: str) -> bool:

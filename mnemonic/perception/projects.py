@@ -26,6 +26,9 @@ from collections.abc import Callable, Sequence
 from mnemonic.config import ProjectSpec
 
 _NO_ROOT = ""  # cache marker: no git root above this folder
+# No real folder has a longer path (PATH_MAX on Linux; 1024 on macOS). Walking up a longer
+# text (a cwd read from a history file) would cost one dirname per level: quadratic.
+_PATH_MAX = 4096
 
 
 def _norm(path: str) -> str:
@@ -100,6 +103,8 @@ class ProjectResolver:
     def git_root(self, folder: str) -> str | None:
         """The nearest folder at or above ``folder`` holding ``.git`` (not the home folder
         or above it), cached."""
+        if len(folder) > _PATH_MAX:
+            return None
         cached = self._cache.get(folder)
         if cached is not None:
             self._cache.move_to_end(folder)

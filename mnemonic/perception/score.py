@@ -38,8 +38,11 @@ BASE = 0.5
 
 _PERCENT_END = re.compile(r"\d(?:\.\d{1,2})?\s?%$")  # searched up to a "%" only
 _BAR = re.compile(r"[#=█▉▊▋▌▍▎▏━■>]{4}")
+# Tried only where a run of bar cells starts (the lookbehind), and the run is read
+# possessively: ``[━─]{8,4096}`` without both re-read up to 4,096 cells from every position
+# of a long rule line (12.8 s for 100,000 "━" characters).
 _TRANSFER = re.compile(
-    r"[━─]{8,4096}\s{1,4}\d{1,6}(?:\.\d{1,3})?/\d{1,6}(?:\.\d{1,3})?\s?[kKMG]?i?B"
+    r"(?<![━─])[━─]{8,}+\s{1,4}\d{1,6}(?:\.\d{1,3})?/\d{1,6}(?:\.\d{1,3})?\s?[kKMG]?i?B"
 )
 _SYMBOL_SAMPLE = 2000  # characters checked for the share of letters
 _BAR_REACH = 120  # characters around a percentage searched for a bar

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from mnemonic.llm.embedding import Vectors
+from mnemonic.store.files import FileRecord, LinkMade
 from mnemonic.store.models import (
     Association,
     Encoded,
@@ -47,6 +48,7 @@ class PendingMemory:
     concepts: tuple[str, ...]
     timestamp: datetime
     salience: float
+    attempts: int = 0  # encoding attempts already begun (one may have died with the process)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,9 +98,11 @@ class IngestStore(Protocol):
         self, outcomes: Sequence[EmbeddedOutcome], model: str, step: float
     ) -> None: ...
 
+    async def begin_attempt(self, raw_ids: Sequence[str], max_attempts: int) -> list[str]: ...
+
     async def mark_failed(self, raw_ids: Sequence[str], error: str, max_attempts: int) -> None: ...
 
-    async def pending(self, limit: int) -> list[PendingMemory]: ...
+    async def pending_ids(self, limit: int) -> list[str]: ...
 
     async def pending_for(self, memory_ids: Sequence[str]) -> list[PendingMemory]: ...
 
@@ -154,3 +158,19 @@ class MetaStore(Protocol):
     async def get_meta(self, key: str) -> str | None: ...
 
     async def set_meta(self, key: str, value: str) -> None: ...
+
+
+class FileMemoryStore(Protocol):
+    """Which memory is the current one of each watched file (``store/files.py``)."""
+
+    async def file(self, path: str) -> FileRecord | None: ...
+
+    async def files_with_content(self, content_hash: str) -> list[FileRecord]: ...
+
+    async def save_file(
+        self, record: FileRecord, metadata: dict[str, Any], release: str | None = None
+    ) -> None: ...
+
+    async def link(
+        self, from_id: str, to_id: str, relation: Relation, strength: float
+    ) -> LinkMade | None: ...

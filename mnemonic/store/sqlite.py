@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from mnemonic.jsonsafe import dumps_stored, loads_stored
 from mnemonic.llm.embedding import Vectors
 from mnemonic.store.base import (
     Accepted,
@@ -59,14 +60,14 @@ def _memory(row: sqlite3.Row) -> Memory:
         created_at=from_db(row["created_at"]),
         updated_at=from_db(row["updated_at"]),
         last_accessed_at=from_db(row["last_accessed_at"]) if row["last_accessed_at"] else None,
-        metadata=json.loads(row["metadata"]),
+        metadata=loads_stored(row["metadata"], {}),
         merged_into=row["merged_into"],
     )
 
 
 _PENDING_SQL = (
     "SELECT m.seq, m.id, m.raw_id, m.content, m.project, m.type, m.source,"
-    " m.concepts, m.timestamp, m.salience FROM memories m"
+    " m.concepts, m.timestamp, m.salience, r.attempts FROM memories m"
     " JOIN raw_memories r ON r.id = m.raw_id"
     " WHERE m.embedded = 0 AND r.status <> 'failed'"
 )
@@ -84,6 +85,7 @@ def _pending(r: sqlite3.Row) -> PendingMemory:
         concepts=tuple(json.loads(r["concepts"])),
         timestamp=from_db(r["timestamp"]),
         salience=r["salience"],
+        attempts=r["attempts"],
     )
 
 
@@ -96,7 +98,7 @@ def _raw(row: sqlite3.Row) -> RawMemory:
         type=MemoryType(row["type"]) if row["type"] else None,
         timestamp=from_db(row["timestamp"]),
         created_at=from_db(row["created_at"]),
-        metadata=json.loads(row["metadata"]),
+        metadata=loads_stored(row["metadata"], {}),
         status=RawStatus(row["status"]),
         memory_id=row["memory_id"],
         attempts=row["attempts"],
@@ -251,25 +253,73 @@ class SQLiteStore(_VectorMaintenance):
 
         await self.db.run_write(work)
 
+    async def begin_attempt(self, raw_ids: Sequence[str], max_attempts: int) -> list[str]:
+        """Count an encoding attempt of each still-pending raw memory *before* the work, so
+        an attempt that takes the process down (or hangs until it is killed) still counts
+        after a restart; until the attempt ends its error says it did not finish. Those whose
+        ``max_attempts`` are used up are parked instead (status ``failed``, the reason kept
+        in ``error``) and returned: they are not to be tried again."""
+        if not raw_ids:
+            return []
+
+        def work(conn: sqlite3.Connection) -> list[str]:
+            parked = [
+                r["id"]
+                for r in conn.execute(
+                    f"SELECT id FROM raw_memories WHERE id IN ({_placeholders(raw_ids)})"
+                    " AND status = 'accepted' AND attempts >= ?",
+                    [*raw_ids, max_attempts],
+                )
+            ]
+            conn.executemany(
+                "UPDATE raw_memories SET status = 'failed', error = substr('gave up after '"
+                " || attempts || CASE attempts WHEN 1 THEN ' attempt: ' ELSE ' attempts: ' END"
+                " || coalesce(error, 'no error recorded'), 1, 500)"
+                " WHERE id = ?",
+                [(rid,) for rid in parked],
+            )
+            gone = set(parked)
+            conn.executemany(
+                "UPDATE raw_memories SET attempts = attempts + 1, error = 'attempt '"
+                " || (attempts + 1) || ' did not finish (the daemon stopped or crashed)'"
+                " WHERE id = ? AND status = 'accepted'",
+                [(rid,) for rid in raw_ids if rid not in gone],
+            )
+            return parked
+
+        return await self.db.run_write(work, bookkeeping=True)
+
     async def mark_failed(self, raw_ids: Sequence[str], error: str, max_attempts: int) -> None:
+        """Record why the attempt counted by ``begin_attempt`` failed; a raw memory whose
+        ``max_attempts`` are used up is parked (status ``failed``). Only pending rows are
+        touched: an attempt abandoned at its deadline may still have finished its write."""
+
         def work(conn: sqlite3.Connection) -> None:
             conn.executemany(
-                "UPDATE raw_memories SET attempts = attempts + 1, error = ?,"
-                " status = CASE WHEN attempts + 1 >= ? THEN 'failed' ELSE status END"
-                " WHERE id = ?",
-                [(error[:500], max_attempts, rid) for rid in raw_ids],
+                "UPDATE raw_memories SET attempts = max(attempts, 1),"
+                " error = substr(CASE WHEN max(attempts, 1) >= ?1"
+                " THEN 'gave up after ' || max(attempts, 1)"
+                " || CASE max(attempts, 1) WHEN 1 THEN ' attempt: ' ELSE ' attempts: ' END || ?2"
+                " ELSE ?2 END, 1, 500),"
+                " status = CASE WHEN max(attempts, 1) >= ?1 THEN 'failed' ELSE status END"
+                " WHERE id = ?3 AND status = 'accepted'",
+                [(max_attempts, error[:500], rid) for rid in raw_ids],
             )
 
         # recording a failure proves nothing about the disk: it fits in pages it already has
         await self.db.run_write(work, bookkeeping=True)
 
-    async def pending(self, limit: int) -> list[PendingMemory]:
-        def work(conn: sqlite3.Connection) -> list[PendingMemory]:
+    async def pending_ids(self, limit: int) -> list[str]:
+        """Ids of memories still waiting for a vector, oldest first: the sweep needs only
+        ids (the content of 10,000 long notes would be up to a gigabyte)."""
+
+        def work(conn: sqlite3.Connection) -> list[str]:
             rows = conn.execute(
-                f"{_PENDING_SQL} ORDER BY m.seq LIMIT ?",
+                "SELECT m.id FROM memories m JOIN raw_memories r ON r.id = m.raw_id"
+                " WHERE m.embedded = 0 AND r.status <> 'failed' ORDER BY m.seq LIMIT ?",
                 (limit,),
             ).fetchall()
-            return [_pending(r) for r in rows]
+            return [str(r[0]) for r in rows]
 
         return await self.db.run_read(work)
 
@@ -451,7 +501,7 @@ class SQLiteStore(_VectorMaintenance):
                 (
                     record.id,
                     record.query,
-                    json.dumps(filters, default=str),
+                    dumps_stored(filters),
                     json.dumps(list(record.result_ids)),
                     json.dumps([list(e) for e in record.edges]),
                     took_ms,
@@ -574,7 +624,7 @@ def _accept_one(
             raw.project,
             to_db(raw.timestamp),
             now,
-            json.dumps(raw.metadata),
+            dumps_stored(raw.metadata),
         ),
     )
     existing = conn.execute(
@@ -609,7 +659,7 @@ def _accept_one(
             to_db(raw.timestamp),
             now,
             now,
-            json.dumps(raw.metadata),
+            dumps_stored(raw.metadata),
         ),
     )
     seq = int(cur.lastrowid or 0)
