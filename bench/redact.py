@@ -9,7 +9,9 @@ BENCHMARKS.md, with the targets from the issue:
   interleaved (about 1 in 90 lines carries a secret), cut to 1,000,000 characters;
 * the worst of the pathological repeated units: every short unit of the tests (issue's
   units and each rule's literal prefix, no secret) and the dense-candidate units (every
-  repeat a name=value or -p<value>), each repeated 20,000 times.
+  repeat a name=value or -p<value>), each repeated 20,000 times;
+* metadata: ``redact_json`` over a watcher-like metadata dict (a dozen keys, two levels,
+  one secret key), median of 2,000 runs.
 
 Times are wall-clock (``perf_counter``) and CPU (``process_time``), best of 3 for the big
 inputs; on a shared machine the CPU figure is the fairer one.
@@ -31,7 +33,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from support.secrets import load_secret_cases  # noqa: E402
 from test_redact import DENSE_UNITS, SHORT_UNITS  # noqa: E402
 
-from mnemonic.redact import redact  # noqa: E402
+from mnemonic.redact import redact, redact_json  # noqa: E402
 
 BENIGN = (ROOT / "tests" / "fixtures" / "benign_commands.txt").read_text("utf-8").splitlines()
 
@@ -69,6 +71,30 @@ def mixed_megabyte() -> str:
     return (block * (1_000_000 // len(block) + 1))[:1_000_000]
 
 
+METADATA = {
+    "cwd": "/home/alice/src/webapp",
+    "shell": "zsh",
+    "exit_code": 0,
+    "duration_ms": 1234,
+    "history_file": "/home/alice/.zsh_history",
+    "command": "git push origin feature/login-form",
+    "model": {"name": "claude", "max_tokens": 1024, "temperature": 0.2},
+    "tags": ["deploy", "billing"],
+    "env": {"DATABASE_PASSWORD": "Tr0ub4dor&3xyz", "LANG": "en_US.UTF-8"},
+    "session_id": "3b342a33-e00b-48ff-b588-e0791c5cae4f",
+}
+
+
+def metadata_us() -> float:
+    """Median microseconds of one ``redact_json`` over :data:`METADATA`."""
+    runs = []
+    for _ in range(2_000):
+        t0 = time.perf_counter_ns()
+        redact_json(METADATA, lambda t: redact(t).text)
+        runs.append((time.perf_counter_ns() - t0) / 1000)
+    return statistics.median(runs)
+
+
 def main() -> None:
     print(f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs")
     print()
@@ -87,6 +113,7 @@ def main() -> None:
             rows.append((unit, wall, cpu, len(text)))
         return max(rows, key=lambda row: row[2])
 
+    meta = metadata_us()
     short = worst(SHORT_UNITS)
     dense = worst(DENSE_UNITS)
     print("| measure | wall | CPU | target |")
@@ -98,6 +125,7 @@ def main() -> None:
         f"| 1 MB mixed input ({findings} findings) | {mb_wall * 1000:.0f} ms "
         f"| {mb_cpu * 1000:.0f} ms | <= 200 ms |"
     )
+    print(f"| metadata dict ({len(METADATA)} keys, 2 levels), redact_json | {meta:.1f} µs | | |")
     for label, (unit, wall, cpu, size) in (
         (f"worst short unit x 20,000 (of {len(SHORT_UNITS)})", short),
         (f"worst dense-candidate unit x 20,000 (of {len(DENSE_UNITS)})", dense),

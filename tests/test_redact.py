@@ -30,13 +30,16 @@ from mnemonic.redact import (
     Redaction,
     engine,
     is_secret_path,
+    keys,
     marker,
     redact,
+    redact_json,
     rules,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BENIGN = (FIXTURES / "benign_commands.txt").read_text(encoding="utf-8").splitlines()
+BENIGN_PROSE = (FIXTURES / "benign_prose.txt").read_text(encoding="utf-8").splitlines()
 CASES = load_secret_cases()
 MARKER_RE = re.compile(r"\[REDACTED:[a-z0-9_]{1,40}\]")
 
@@ -65,7 +68,7 @@ def cpu_ms(fn: Callable[[], object], repeat: int = 3) -> float:
 def test_fixture_covers_every_kind_and_shape() -> None:
     assert len(CASES) >= 40
     covered = {kind for case in CASES for kind in case.kinds}
-    assert covered == KINDS
+    assert covered == KINDS - {rules.FIELD_KIND}  # that one is redact_json's, see below
     texts = "\n".join(case.text for case in CASES)
     for shape in ("export ", '": "', "://", "--password", "-p", "  ", "'", '"', "\n-----END"):
         assert shape in texts, shape
@@ -217,9 +220,22 @@ KIND_TABLE: dict[str, tuple[Callable[[random.Random], str], tuple[str, ...]]] = 
             "apikey={v}",
         ),
     ),
+    "password_prose": (
+        # a digit and a "!": a value of letters, dots and digits could read as code
+        lambda r: _password(r) + str(r.randint(0, 9)) + "!",
+        (
+            "db password is: {v}",
+            "the password for prod is {v}",
+            "pw: {v}",
+            "my passphrase is now '{v}'",
+            "creds are deploy:{v}",
+            "root password was changed to {v}.",
+        ),
+    ),
 }
-# private_key is multi-line: covered by the fixture and the PEM tests below.
-assert set(KIND_TABLE) | {"private_key"} == KINDS
+# private_key is multi-line: covered by the fixture and the PEM tests below; secret_key
+# is written by redact_json only.
+assert set(KIND_TABLE) | {"private_key", rules.FIELD_KIND} == KINDS
 
 
 @pytest.mark.parametrize("kind", sorted(KIND_TABLE))
@@ -426,6 +442,13 @@ FRAGMENTS = [
     "${X}",
     "xxxx",
     "\\n",
+    "password is ",
+    " for prod is: ",
+    "pw: ",
+    "passphrase ",
+    "creds are bob:",
+    "Tr0ub4dor&3",
+    "'",
 ]
 texts = st.lists(
     st.one_of(
@@ -565,6 +588,10 @@ DENSE_UNITS = [
     "apiKey=",
     "password=",
     "token: x1y2z3 ",
+    "password is ",
+    "pw:",
+    "passphrase ",
+    "creds are ",
     "mysql -p",
     "curl -u a:",
     '"key":"',
@@ -663,6 +690,317 @@ def test_benign_corpus_is_mostly_untouched() -> None:
 
 def test_benign_corpus_is_the_generators_output() -> None:
     assert make_benign_corpus.generate() == BENIGN
+
+
+# -------------------------------------------------------------- passwords in prose
+
+PROSE_SECRETS = [
+    ("db password is: Tr0ub4dor&3xyz", "Tr0ub4dor&3xyz"),  # the issue's example
+    ("the password is hunter2x", "hunter2x"),
+    ("the password is hunter2x.", "hunter2x"),
+    ("The wifi password is now Gr33nTea!, ask Bob if it fails", "Gr33nTea!"),
+    ("password for prod is Zq8!kLm2", "Zq8!kLm2"),
+    ("the password for the prod db is S3cr3t-x", "S3cr3t-x"),
+    ("password for bob@db1: pa55-W0rd", "pa55-W0rd"),
+    ("root password was changed to N3wPass!", "N3wPass!"),
+    ("the admin password has been reset to 7hx#Lq2v", "7hx#Lq2v"),
+    ("pw: Xk9#mm2p", "Xk9#mm2p"),
+    ("vpn pw = dragonFly7", "dragonFly7"),
+    ("pwd is qwerty123", "qwerty123"),
+    ("passphrase Tr0ub4dor&3", "Tr0ub4dor&3"),
+    ("the passphrase is correct-horse-battery-staple", "correct-horse-battery-staple"),
+    ('my passphrase is "correct horse battery staple"', "correct horse battery staple"),
+    ("the password is 'hunter2'", "hunter2"),
+    ("the password is `P@ssw0rd`", "P@ssw0rd"),
+    ("my passcode is 1234", "1234"),
+    ("door passcode: 598727", "598727"),
+    ("passcode 4417", "4417"),
+    ("creds are bob:Tr0ub4dor3", "bob:Tr0ub4dor3"),
+    ("credentials for staging: deploy:pa55word", "deploy:pa55word"),
+    ("the DB_PASSWORD is x7Kq9LmZ2", "x7Kq9LmZ2"),
+    ("Password is 12345678", "12345678"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), PROSE_SECRETS)
+def test_passwords_in_prose_are_redacted(text: str, secret: str) -> None:
+    result = redact(text)
+    assert secret not in result.text, result.text
+    assert "password_prose" in {f.kind for f in result.findings}
+    (finding,) = result.findings
+    assert text[finding.start : finding.end] == secret  # the value only, context kept
+
+
+def test_prose_next_to_an_assignment_is_one_assignment() -> None:
+    # "password: X" stays the assignment rule's, whatever the prose rule thinks of it
+    result = redact("login: bob / password: hunter2x")
+    assert result.text == "login: bob / password: [REDACTED:secret_assignment]"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password is required",
+        "the password is stored in vault",
+        "password is set via $DB_PASS",
+        "password reset link",
+        "pw: see 1password",
+        "Password: see the team vault entry",
+        "the password is case-sensitive",
+        "the password is sha256-hashed",
+        "the password is 16-character minimum",
+        "password is at least 12 characters",
+        "the password is in 1Password",
+        "password is os.environ['DB_PASSWORD']",
+        "the password is getpass()",
+        "password is settings.db_password",
+        "the password is {password}",
+        "the password is <your-password>",
+        "the password is KeePass-generated",  # letters only: a word, whatever its case
+        "passphrase protected key",
+        "the passphrase is optional",
+        "passcode 12",
+        "the password is 2024",  # 4 digits: a PIN only after "passcode"
+        "creds are in ~/.aws/credentials",
+        "pwd",
+        "OLDPWD=/home/alice",
+        "1password is a password manager",
+        "mypassword is abc123x",  # a word that only ends with "password"
+        "--password-stdin",
+        "password_hash is $2b$12$abc",
+    ],
+)
+def test_prose_about_passwords_is_untouched(text: str) -> None:
+    assert redact(text).text == text
+
+
+def test_benign_prose_is_untouched() -> None:
+    """Documentation-style sentences about passwords: the prose rule's false positives."""
+    assert len(BENIGN_PROSE) >= 100
+    altered = [(line, redact(line).text) for line in BENIGN_PROSE if redact(line).changed]
+    report = "\n".join(f"  {line!r}\n  -> {out!r}" for line, out in altered)
+    print(f"benign prose: {len(altered)}/{len(BENIGN_PROSE)} lines altered\n{report}")
+    assert altered == [], report
+
+
+@pytest.mark.parametrize("unit", ["password is ", "pw:", "passphrase ", "creds are ", "pw: "])
+def test_prose_rule_is_linear_on_100k_adversarial_chars(unit: str) -> None:
+    text = (unit * (100_000 // len(unit) + 1))[:100_000]
+    assert cpu_ms(lambda: redact(text), repeat=2) < 500, unit
+
+
+# -------------------------------------------------------------- secrets in JSON values
+
+
+def _text(value: str) -> str:
+    return redact(value).text
+
+
+SECRET = keys.SECRET_MARKER
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "password",
+        "PASSWORD",
+        "db_password",
+        "dbPassword",
+        "PGPASSWORD",
+        "passwd",
+        "pwd",
+        "pw",
+        "passphrase",
+        "passcode",
+        "secret",
+        "client_secret",
+        "clientSecret",
+        "webhook-secret",
+        "secrets",
+        "token",
+        "access_token",
+        "refreshToken",
+        "id_token",
+        "authtoken",
+        "x-auth-token",
+        "api_key",
+        "apiKey",
+        "APIKey",
+        "apikey",
+        "x-api-key",
+        "api_keys",
+        "private_key",
+        "privateKey",
+        "access_key",
+        "secret_key",
+        "signing.key",
+        "credentials",
+        "credential",
+        "creds",
+        "Authorization",
+        "Proxy-Authorization",
+        "cookie",
+        "Set-Cookie",
+        "db_pass",
+        "pass",
+        "secret_value",
+        "SecretString",
+        "password2",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "SLACK_BOT_TOKEN",
+        "SLACK_SIGNING_SECRET",
+        "STRIPE_SECRET_KEY",
+        "DJANGO_SECRET_KEY",
+        "HF_TOKEN",
+        "NPM_TOKEN",
+        "AZURE_CLIENT_SECRET",
+        "AZURE_STORAGE_KEY",
+        "MYSQL_PWD",
+        "_auth",
+        "access_tokens",
+    ],
+)
+def test_secret_keys(key: str) -> None:
+    assert keys.is_secret_key(key)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "max_tokens",
+        "maxTokens",
+        "max_token",
+        "tokens",
+        "input_tokens",
+        "cache_read_input_tokens",
+        "token_count",
+        "tokenizer",
+        "token_type",
+        "eos_token",
+        "pad_token",
+        "next_page_token",
+        "pageToken",
+        "password_file",
+        "password_hash",
+        "password_min_length",
+        "secretName",
+        "secret_name",
+        "secret_ref",
+        "SECRET_ROTATION_DAYS",
+        "credentials_file",
+        "credential_helper",
+        "private_key_path",
+        "public_key",
+        "publishable_key",
+        "cache_key",
+        "primary_key",
+        "sort_key",
+        "key",
+        "keys",
+        "idempotency_key",
+        "AWS_ACCESS_KEY_ID",  # an id; the text rules catch its AKIA... shape
+        "first_pass",
+        "bypass",
+        "session_id",
+        "cookie_consent",
+        "passwordless",
+        "author",
+        "compass",
+        "",
+        "12",
+    ],
+)
+def test_keys_that_are_not_secrets(key: str) -> None:
+    assert not keys.is_secret_key(key)
+
+
+def test_the_issue_metadata_is_redacted_at_any_depth() -> None:
+    metadata = {
+        "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMIK7MDENGbPxRfiCYzzzzqq",
+        "db": {"password": "Tr0ub4dor&3xyz", "host": "db.internal", "port": 5432},
+        "max_tokens": 256,
+        "layers": [{"deeper": {"apiKey": "k-123456"}}],
+        "env": {"credentials": {"user": "bob", "pin": 4417, "scopes": ["read", "write"]}},
+        "pin_hash": 7,
+        "token": 123456,
+        "password_set": True,
+    }
+    out = redact_json(metadata, _text)
+    assert out == {
+        "AWS_SECRET_ACCESS_KEY": SECRET,
+        "db": {"password": SECRET, "host": "db.internal", "port": 5432},
+        "max_tokens": 256,
+        "layers": [{"deeper": {"apiKey": SECRET}}],
+        "env": {"credentials": {"user": SECRET, "pin": SECRET, "scopes": [SECRET, SECRET]}},
+        "pin_hash": 7,
+        "token": SECRET,
+        "password_set": True,
+    }
+    assert redact_json(out, _text) == out  # idempotent: the emit path and the service both run
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, None),
+        (True, True),
+        (False, False),
+        ("", ""),
+        ("${DB_PASSWORD}", "${DB_PASSWORD}"),
+        ("changeme", "changeme"),
+        ("/run/secrets/db_password", "/run/secrets/db_password"),
+        ("[REDACTED:github_token]", "[REDACTED:github_token]"),
+        (0, SECRET),
+        (3.5, SECRET),
+        ("hunter2", SECRET),
+        ("x1", SECRET),
+        ({"nested": ["x1", None, {"k": 1}]}, {"nested": [SECRET, None, {"k": SECRET}]}),
+        ((), []),
+    ],
+)
+def test_values_under_a_secret_key(value: object, expected: object) -> None:
+    assert redact_json({"password": value}, _text) == {"password": expected}
+
+
+def test_strings_are_still_redacted_everywhere_and_keys_too() -> None:
+    token = "ghp_" + _tok(random.Random(2), ALNUM, 36)
+    other = "ghp_" + _tok(random.Random(3), ALNUM, 36)
+    metadata = {"cmd": f"git push https://{token}@github.com/o/r", token: 1, other: 2}
+    out = redact_json(metadata, _text)
+    assert out == {
+        "cmd": "git push https://[REDACTED:github_token]@github.com/o/r",
+        "[REDACTED:github_token]": 1,
+        "[REDACTED:github_token] (2)": 2,  # two keys redacted alike both stay
+    }
+    assert redact_json(out, _text) == out
+    # a key judged after its own redaction: the marker is no word of it
+    assert redact_json({f"note {token}": "kept"}, _text) == {"note [REDACTED:github_token]": "kept"}
+    assert redact_json(("a", 1, None), _text) == ["a", 1, None]
+    assert redact_json({1: "x", None: "y"}, _text) == {1: "x", None: "y"}
+
+
+def test_deep_or_cyclic_json_fails_clearly_instead_of_recursing() -> None:
+    ok: object = {"password": "x1y2z3"}
+    for _ in range(engine.MAX_JSON_DEPTH - 1):
+        ok = [ok]
+    out = redact_json(ok, _text)
+    for _ in range(engine.MAX_JSON_DEPTH - 1):
+        out = out[0]
+    assert out == {"password": SECRET}
+    deep: object = "x"
+    for _ in range(50_000):
+        deep = {"a": deep}
+    with pytest.raises(ValueError, match="nested deeper than"):
+        redact_json(deep, _text)
+    cyclic: dict[str, object] = {}
+    cyclic["self"] = cyclic
+    with pytest.raises(ValueError, match="nested deeper than"):
+        redact_json(cyclic, _text)
 
 
 # ----------------------------------------------------------------------- secret files

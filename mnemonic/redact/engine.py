@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mnemonic.redact.keys import is_secret_key, secret_scalar
 from mnemonic.redact.rules import (
     PEM_BEGIN,
     PEM_END,
@@ -427,13 +428,59 @@ class _Markers:
         return i < len(self.spans) and self.spans[i][0] <= end
 
 
+MAX_JSON_DEPTH = 256
+"""The deepest nesting :func:`redact_json` accepts (the API caps metadata far lower)."""
+
+
 def redact_json(value: Any, redact_text: Callable[[str], str]) -> Any:
     """``value`` (JSON-like: dicts, lists, tuples, scalars) with every string redacted,
-    keys included: metadata travels with the content and can carry a secret too."""
-    if isinstance(value, str):
-        return redact_text(value)
-    if isinstance(value, Mapping):
-        return {redact_json(k, redact_text): redact_json(v, redact_text) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [redact_json(v, redact_text) for v in value]
-    return value
+    keys included, and the whole value under a secret-looking key replaced.
+
+    Metadata travels with the content and can carry a secret in two ways: inside a string
+    (``{"cmd": "mysql -pX"}``, which ``redact_text`` finds) and as the value of a key that
+    names it (``{"db": {"password": "X"}}``, where no text rule sees the name next to the
+    value). Under such a key (:func:`~mnemonic.redact.keys.is_secret_key`, judged on the
+    redacted key so a second pass decides alike) every scalar of the value, at any depth,
+    becomes ``[REDACTED:secret_key]`` unless it is null, a boolean, a placeholder or a path
+    (:func:`~mnemonic.redact.keys.secret_scalar`). Tuples come back as lists.
+
+    Keys that redaction makes equal (two different tokens as keys) get `` (2)``,
+    `` (3)``... appended instead of overwriting each other. The walk is iterative, so deep
+    nesting cannot raise ``RecursionError``; nesting deeper than :data:`MAX_JSON_DEPTH`
+    (or a structure that contains itself) raises ``ValueError``: such a value is not JSON
+    the store could write, and the API refuses it far earlier. Idempotent, like
+    :func:`redact`.
+    """
+    root: list[Any] = [None]
+    # (value, container to put its redaction in, slot there, under a secret key, depth)
+    stack: list[tuple[Any, Any, Any, bool, int]] = [(value, root, 0, False, 0)]
+    while stack:
+        item, parent, slot, secret, depth = stack.pop()
+        if isinstance(item, Mapping | list | tuple) and depth >= MAX_JSON_DEPTH:
+            raise ValueError(f"JSON value nested deeper than {MAX_JSON_DEPTH} levels")
+        if isinstance(item, Mapping):
+            out: dict[Any, Any] = {}
+            parent[slot] = out
+            for k, v in item.items():
+                key = _free_key(out, redact_text(k)) if isinstance(k, str) else k
+                out[key] = None
+                hidden = secret or (isinstance(key, str) and is_secret_key(key))
+                stack.append((v, out, key, hidden, depth + 1))
+        elif isinstance(item, list | tuple):
+            items: list[Any] = [None] * len(item)
+            parent[slot] = items
+            stack.extend((v, items, i, secret, depth + 1) for i, v in enumerate(item))
+        else:
+            kept = secret_scalar(item) if secret else item
+            parent[slot] = redact_text(kept) if isinstance(kept, str) else kept
+    return root[0]
+
+
+def _free_key(out: dict[Any, Any], key: str) -> str:
+    """``key``, or ``key (n)`` for the first ``n`` not yet in ``out``."""
+    if key not in out:
+        return key
+    n = 2
+    while f"{key} ({n})" in out:
+        n += 1
+    return f"{key} ({n})"

@@ -382,6 +382,10 @@ _JOINED_PREFIXES = (
 _NOT_SECRET_NAME = re.compile(
     r"public|publishable|idempotency|cache|sort|primary|partition|foreign|routing|shard|dedup"
 )
+# Words that start a sentence about where a password is, never a password themselves.
+_PROSE_REFERRALS = frozenset(
+    {"see", "ask", "use", "via", "from", "the", "same", "stored", "read", "check", "sent"}
+)
 _WORDY = re.compile(r"[a-z._/:\-]{1,1024}")
 _NAME_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 
@@ -451,10 +455,112 @@ def _assignment_ok(text: str, match: re.Match[str], start: int, end: int) -> boo
     if name.lstrip("_-.$@") == value.lower():
         return False
     if password_like:
-        return True
+        # "Password: see the vault entry": a sentence, not a password
+        return _quoted(match) or value.lower() not in _PROSE_REFERRALS
     if _NOT_SECRET_NAME.search(name) or _WORDY.fullmatch(value):
         return False  # cache_key=...; app.kubernetes.io/name: names, not machine secrets
     return shannon_entropy(value) >= ENTROPY_THRESHOLD
+
+
+# ------------------------------------------------------------------------- prose checks
+
+# Words a password never is in prose, though they hold a digit or a symbol.
+_PROSE_NOT = frozenset({"1password", "e.g.", "i.e.", "etc.", "n/a"})
+# Parts of a value that name a technique, not a secret ("sha256-hashed", "aes-256").
+_TECH_PARTS = frozenset(
+    {
+        "md5",
+        "sha",
+        "sha1",
+        "sha2",
+        "sha224",
+        "sha256",
+        "sha384",
+        "sha512",
+        "bcrypt",
+        "scrypt",
+        "argon2",
+        "argon2i",
+        "argon2d",
+        "argon2id",
+        "pbkdf2",
+        "base64",
+        "utf",
+        "utf8",
+        "aes",
+        "aes128",
+        "aes256",
+        "rsa",
+        "2fa",
+        "mfa",
+        "totp",
+        "hotp",
+        "hmac",
+        "oauth2",
+        "1password",
+    }
+)
+_VALUE_PARTS = re.compile(r"[a-z0-9]{1,128}")
+# Words, hyphenated or dotted words, contractions: "required", "write-only", "don't".
+_WORDS_ONLY = re.compile(r"[A-Za-z]{1,64}(?:['’.\-][A-Za-z]{1,64}){0,8}\.?")
+# A length or a size: "16-character", "8+", "12chars", "256-bit".
+_QUANTITY = re.compile(
+    r"\d{1,4}[+\-]?(?:chars?|characters?|digits?|letters?|bytes?|bits?|words?|symbols?"
+    r"|long|min|max|days?|hours?|months?)?"
+)
+# getpass(), os.environ["X"], settings.DATABASES["default"]: code reading a value
+_CODE_REF = re.compile(r"[A-Za-z_][\w.]{0,80}[(\[]")
+# A passphrase made of words: "correct-horse-battery-staple", "correct horse battery staple".
+_PASSPHRASE_WORDS = re.compile(r"[A-Za-z]{2,24}(?:[ \-_.][A-Za-z]{2,24}){2,11}")
+# Names whose "NAME: value" and "NAME=value" the assignment rule already judges.
+_ASSIGNED_WORDS = frozenset(
+    {"password", "passwd", "passphrase", "pwd", "credential", "credentials"}
+)
+
+
+def looks_like_credential(value: str, *, pin: bool = False) -> bool:
+    """Whether a word of prose that follows "the password is" looks like a credential.
+
+    Prose says "the password is required", "is stored in vault", "is set via $DB_PASS",
+    "is 16-character", "is sha256-hashed": words, references and quantities. A credential
+    someone types into a note has a digit or a symbol (``Tr0ub4dor&3xyz``, ``hunter2x``)
+    and at least 6 characters; a PIN (``pin``) may be 4 to 12 digits. A password made of
+    letters only is let through, mixed case included: it cannot be told from a word or a
+    product name ("the password is KeePass-generated").
+    """
+    if pin and value.isdigit():
+        return 4 <= len(value) <= 12
+    if len(value) < 6 or value[0] in "{[(" or "://" in value or looks_like_path(value):
+        return False
+    if _WORDS_ONLY.fullmatch(value) or _QUANTITY.fullmatch(value.lower()):
+        return False
+    if _DOTTED_IDENT.fullmatch(value) or _CODE_REF.match(value):
+        return False  # settings.password, getpass(): code, not a literal
+    low = value.lower()
+    if low in _PROSE_NOT or any(p in _TECH_PARTS for p in _VALUE_PARTS.findall(low)):
+        return False
+    return any(c.isdigit() or not (c.isalnum() or c.isspace()) for c in value)
+
+
+def _prose_ok(text: str, match: re.Match[str], start: int, end: int) -> bool:
+    """A credential stated in prose: "db password is: X", "pw: X", "creds are bob:X".
+
+    "password: X" and "password=X" without a "for ..." are left to the assignment rule,
+    which judges them as names (code heuristics included); this rule takes what it cannot
+    see: a verb ("is", "was changed to"), a target ("password for prod is"), and words it
+    does not know ("pw", "passcode", "creds"). A bare space ("passphrase X") is allowed
+    only after passphrase and passcode (the pattern ensures it) and needs a
+    credential-looking value like every other form. A passphrase stated with a verb may
+    be three or more words (``correct-horse-battery-staple``).
+    """
+    word = match.group("w")
+    value = text[start:end]
+    if match.group("op") is not None and match.group("target") is None and word in _ASSIGNED_WORDS:
+        return False
+    connected = match.group("verb") is not None or match.group("op") is not None
+    if word == "passphrase" and connected and _PASSPHRASE_WORDS.fullmatch(value):
+        return True
+    return looks_like_credential(value.strip(), pin=word == "passcode")
 
 
 # --------------------------------------------------------------------------- patterns
@@ -486,6 +592,33 @@ _CLI_VALUE = (
 )
 _CLI_GROUPS = ("dq", "sq", "bare")
 _VALUE_GROUPS = ("edq", "dq", "sq", "bare")
+
+
+# Prose: "<word> [for <up to 3 words>] <verb or operator> <value>", or "passphrase <value>".
+# The words end a word and do not continue one (1password, OLDPWD); the look-behinds come
+# after the literal so the scan keeps jumping between "p"s.
+_PROSE_TARGET = r"(?P<target>[ \t]{1,4}(?:for|of|on|to|at)(?:[ \t]{1,4}[^\s:=]{1,64}+){1,3}?)?"
+_PROSE_VERB = (
+    r"(?:(?:is|was|has\ been)\ (?:now\ |still\ )?(?:set|changed|reset|updated)\ to"
+    r"|(?:is|was|are)\ (?:now|still)|is|was|are|remains|became|becomes|will\ be"
+    r"|should\ be|(?:set|changed|reset|updated)\ to)(?![a-z0-9_])"
+)
+_PROSE_CONNECT = (
+    r"(?:"
+    + _PROSE_TARGET
+    + r"(?:[ \t]{1,4}(?P<verb>"
+    + _PROSE_VERB
+    + r")[ \t]{0,4}:?|[ \t]{0,4}(?P<op>:=|=>|->|:(?!:)|=(?!=)))"
+    r"|(?:(?<=passphrase)|(?<=passcode))[ \t])[ \t]{0,4}"
+)
+# Quoted (the inside, spaces allowed) or a run up to white space without trailing
+# punctuation ("is hunter2x." keeps its full stop); a final "!" stays in: passwords end
+# with one far more often than a note shouts.
+_PROSE_VALUE = (
+    r"""(?:"(?P<dq>[^"\n]{1,128})"|'(?P<sq>[^'\n]{1,128})'|`(?P<bq>[^`\n]{1,128})`"""
+    r"""|(?P<v>[^\s"'`](?:[^\s]{0,126}[^\s.,;:?)\]}"'`])?))"""
+)
+_PROSE_GROUPS = ("dq", "sq", "bq", "v")
 
 _TOKEN_TAIL = re.compile(rf"[A-Za-z0-9_\-]{{1,{EXTEND_MAX}}}")
 
@@ -773,11 +906,43 @@ RULES: tuple[Rule, ...] = (
         extend=re.compile(rf"[^\s\"'`,;&|<>(){{}}\[\]]{{1,{EXTEND_MAX}}}"),
         rescan=True,
     ),
+    Rule(
+        "password_prose",
+        _rx(
+            r"(?P<w>p(?:assword(?<![a-z0-9]password)|asswd(?<![a-z0-9]passwd)"
+            r"|assphrase(?<![a-z0-9]passphrase)|asscode(?<![a-z0-9]passcode)"
+            r"|w(?<![a-z0-9]pw)d?))(?![a-z0-9_])" + _PROSE_CONNECT + _PROSE_VALUE
+        ),
+        ("pass", "pw"),
+        GENERIC - 1,  # where it meets the assignment rule, the finding is an assignment
+        groups=_PROSE_GROUPS,
+        on_lower=True,
+        check=_prose_ok,
+        rescan=True,
+    ),
+    Rule(
+        "password_prose",
+        # "creds are bob:X", "credentials for staging: bob:X"
+        _rx(
+            r"(?P<w>c(?:reds(?<![a-z0-9]creds)|redential(?<![a-z0-9]credential)s?))"
+            r"(?![a-z0-9_])" + _PROSE_CONNECT + _PROSE_VALUE
+        ),
+        ("cred",),
+        GENERIC - 1,
+        groups=_PROSE_GROUPS,
+        on_lower=True,
+        check=_prose_ok,
+        rescan=True,
+    ),
 )
 """Every in-place rule, in no particular order (overlaps are merged by priority)."""
 
-KINDS: frozenset[str] = frozenset({r.kind for r in RULES} | {"private_key"})
-"""Every kind a finding can have."""
+FIELD_KIND = "secret_key"
+"""The kind of a JSON value replaced whole because its key names a secret
+(``{"password": ...}``, see :mod:`mnemonic.redact.keys`); text redaction never reports it."""
+
+KINDS: frozenset[str] = frozenset({r.kind for r in RULES} | {"private_key", FIELD_KIND})
+"""Every kind a marker can have: the findings of text redaction, and :data:`FIELD_KIND`."""
 
 # ----------------------------------------------------------------------- PEM private keys
 
