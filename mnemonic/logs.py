@@ -12,6 +12,8 @@ import logging.handlers
 import sys
 from pathlib import Path
 
+from mnemonic.private_files import PrivateRotatingFileHandler
+
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
@@ -39,7 +41,7 @@ def setup_logging(level: str, log_dir: Path | None) -> None:
     root.addHandler(stderr)
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
-        file_handler = logging.handlers.RotatingFileHandler(
+        file_handler = PrivateRotatingFileHandler(
             log_dir / "mnemonic.log", maxBytes=10 * 1024 * 1024, backupCount=3, encoding="utf-8"
         )
         file_handler.setFormatter(JsonFormatter())

@@ -32,10 +32,11 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from mnemonic import sdnotify
-from mnemonic.exits import EX_OK, EX_SOFTWARE, EX_TEMPFAIL, EX_UNAVAILABLE
+from mnemonic.exits import EX_CONFIG, EX_OK, EX_SOFTWARE, EX_TEMPFAIL, EX_UNAVAILABLE
 from mnemonic.paths import Paths
 from mnemonic.runtime.heap import limit_malloc_arenas
 from mnemonic.store import recovery
+from mnemonic.store.database import SchemaTooNew, check_schema
 
 if TYPE_CHECKING:
     import uvicorn
@@ -45,7 +46,7 @@ log = logging.getLogger(__name__)
 
 # exits: EX_UNAVAILABLE the port cannot be used; EX_SOFTWARE startup failed or shutdown
 # overran its grace period; EX_TEMPFAIL another daemon holds the data folder, or the port
-# is taken
+# is taken; EX_CONFIG the database was written by a newer build
 
 LOCK_NAME = "mnemonic.lock"
 HANDLED = (signal.SIGINT, signal.SIGTERM)
@@ -289,6 +290,9 @@ def _run_locked(
         except OSError as exc:
             _say(f"cannot listen on {host}:{port}: {exc.strerror or exc} ({_bind_hint(exc)})")
             return EX_TEMPFAIL if exc.errno == errno.EADDRINUSE else EX_UNAVAILABLE
+        # only now, with the folder and the port ours: a second daemon must not say this
+        where = ", ".join(_address(s) for s in sockets)
+        log.info("starting on %s (data in %s)", where, paths.data_dir)
         try:
             return _serve(build_app, stopper, sockets, paths)
         finally:
@@ -316,6 +320,11 @@ def _serve(
 
     sdnotify.status("checking the database")
     notice = recovery.recover(paths.database, datetime.now(UTC))
+    try:
+        check_schema(paths.database)
+    except SchemaTooNew as exc:
+        _say(str(exc))
+        return EX_CONFIG
     sdnotify.status("loading the embedding model")
     try:
         app = build_app([notice] if notice else [])

@@ -9,7 +9,7 @@ from contextlib import AbstractAsyncContextManager
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import Scope
@@ -72,6 +72,7 @@ def build_app(
             BodyTooLarge: _too_large,
             StorageUnavailable: _unavailable,
             HTTPException: _http_error,
+            ClientDisconnect: _client_gone,
             Exception: _server_error,
         },
         lifespan=lifespan,
@@ -120,6 +121,13 @@ def allowed_methods(routes: Sequence[BaseRoute], scope: Scope) -> str:
     chosen = next((r.path for r in http if r.matches(scope)[0] is not Match.NONE), None)
     methods = {m for r in http if r.path == chosen for m in r.methods or ()}
     return ", ".join(sorted(methods))
+
+
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    """A client that hung up before its body arrived is normal (a cancelled command, a
+    closed tab): no traceback, and the answer goes nowhere."""
+    log.debug("client went away during %s %s", request.method, request.url.path)
+    return Response(status_code=499)
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:

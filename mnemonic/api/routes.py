@@ -14,6 +14,7 @@ from starlette.routing import Route
 from mnemonic.api.schemas import BatchBody, FeedbackBody, QueryBody, RememberBody
 from mnemonic.api.serialize import memory_json, raw_json, result_json
 from mnemonic.app.service import MemoryService, RecallRequest, Remembered, RememberInput
+from mnemonic.jsonsafe import depth, non_finite_paths
 from mnemonic.store.base import Filters
 from mnemonic.store.models import RawStatus
 
@@ -28,18 +29,34 @@ class BadRequest(Exception):
         self.payload = payload
 
 
+MAX_BODY_DEPTH = 64
+"""Deepest nesting a request body may have; metadata has its own, smaller limit."""
+
+
 def _no_constant(name: str) -> Any:
     """NaN and Infinity are not JSON (RFC 8259); Python's parser accepts them by default."""
     raise ValueError(f"{name} is not valid JSON")
 
 
 async def parse(request: Request, model: type[B]) -> B:
-    """JSON that does not parse is 400; JSON of the wrong shape is 422 naming the fields."""
+    """JSON that does not parse is 400; JSON of the wrong shape is 422 naming the fields.
+
+    Numbers JSON can write but a float cannot hold (``1e999``) are refused here, where the
+    field can still be named: stored, they would fail every later read of the row.
+    """
     raw = await request.body()
     try:
         data = json.loads(raw, parse_constant=_no_constant)
+    except RecursionError:
+        raise BadRequest(400, {"error": "invalid JSON: nested too deeply"}) from None
     except (json.JSONDecodeError, UnicodeDecodeError, ValueError) as exc:
         raise BadRequest(400, {"error": f"invalid JSON: {exc}"}) from None
+    if depth(data, MAX_BODY_DEPTH) > MAX_BODY_DEPTH:
+        raise invalid([{"field": "body", "message": f"nested deeper than {MAX_BODY_DEPTH}"}])
+    overflow = non_finite_paths(data)
+    if overflow:
+        message = "must be a finite number (JSON numbers beyond a float's range are refused)"
+        raise invalid([{"field": f"body.{path}", "message": message} for path in overflow])
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -109,10 +126,6 @@ def build_routes(service: MemoryService, health: HealthFn) -> list[Route]:
         memory = await service.get(request.path_params["memory_id"])
         return JSONResponse(memory_json(memory))
 
-    async def forget_memory(request: Request) -> Response:
-        memory = await service.forget(request.path_params["memory_id"])
-        return JSONResponse(memory_json(memory))
-
     async def get_raw(request: Request) -> Response:
         raw = await service.get_raw(request.path_params["raw_id"])
         return JSONResponse(raw_json(raw))
@@ -128,7 +141,9 @@ def build_routes(service: MemoryService, health: HealthFn) -> list[Route]:
             until=body.until,
             min_salience=body.min_salience,
         )
-        answer = await service.recall(RecallRequest(body.query, body.limit, filters))
+        answer = await service.recall(
+            RecallRequest(body.query, body.limit, filters, min_score=body.min_score)
+        )
         return JSONResponse(
             {
                 "query_id": answer.query_id,
@@ -149,7 +164,7 @@ def build_routes(service: MemoryService, health: HealthFn) -> list[Route]:
         Route("/api/v1/memories", remember, methods=["POST"]),
         Route("/api/v1/memories/batch", remember_batch, methods=["POST"]),
         Route("/api/v1/memories/{memory_id}", get_memory, methods=["GET"]),
-        Route("/api/v1/memories/{memory_id}", forget_memory, methods=["DELETE"]),
+        # DELETE /api/v1/memories/{memory_id} (forget, or purge) is in purge_routes.py
         Route("/api/v1/raw/{raw_id}", get_raw, methods=["GET"]),
         Route("/api/v1/query", query, methods=["POST"]),
         Route("/api/v1/feedback", feedback, methods=["POST"]),

@@ -20,6 +20,9 @@ from pydantic import (
 )
 
 from mnemonic.events.types import EVENT_TYPES_BY_NAME
+from mnemonic.jsonsafe import MAX_METADATA_DEPTH, depth
+from mnemonic.project_names import PROJECT_MAX_CHARS, PROJECT_PATTERN, project_problem
+from mnemonic.redact import redact
 from mnemonic.store.models import MemoryState, MemoryType, Quality, Relation, Source
 
 MAX_METADATA_BYTES = 16 * 1024
@@ -93,6 +96,25 @@ def _text_field(max_length: int) -> Any:
     return Field(min_length=1, max_length=max_length, json_schema_extra={"pattern": _HAS_TEXT})
 
 
+def _valid_project(value: str) -> str:
+    name = value.strip()
+    problem = project_problem(name, _redact_text)
+    if problem is not None:
+        raise ValueError(problem)
+    return name
+
+
+def _redact_text(text: str) -> str:
+    return redact(text).text
+
+
+ProjectName = Annotated[
+    str,
+    Field(max_length=PROJECT_MAX_CHARS, json_schema_extra={"pattern": PROJECT_PATTERN}),
+    AfterValidator(_valid_project),
+]
+"""A project name (see :mod:`mnemonic.project_names`): stripped; "" means none."""
+
 Content = Annotated[str, _text_field(100_000), AfterValidator(_has_text)]
 QueryText = Annotated[str, _text_field(2000), AfterValidator(_has_text)]
 
@@ -105,13 +127,15 @@ class RememberBody(_Body):
     content: Content
     source: Source = Source.API
     type: MemoryType | None = None
-    project: Annotated[str, Field(max_length=200)] = ""
+    project: ProjectName = ""
     timestamp: When | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("metadata")
     @classmethod
     def _small(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if depth(value) > MAX_METADATA_DEPTH:
+            raise ValueError(f"metadata must be nested at most {MAX_METADATA_DEPTH} levels deep")
         if len(json.dumps(value, ensure_ascii=False).encode()) > MAX_METADATA_BYTES:
             raise ValueError(f"metadata must be at most {MAX_METADATA_BYTES} bytes as JSON")
         return value
@@ -136,13 +160,14 @@ class QueryBody(_Body):
     query: QueryText
     # strict: a JSON body says 10 and true, not "10" or 0 (the schema promises that)
     limit: Annotated[int, Field(ge=1, le=100, strict=True), BeforeValidator(_integral)] = 10
-    project: Annotated[str, Field(max_length=200)] | None = None
+    project: ProjectName | None = None
     source: list[Source] | None = None
     type: list[MemoryType] | None = None
     state: list[MemoryState] | None = None
     since: When | None = None
     until: When | None = None
     min_salience: Annotated[StrictFloat, Field(ge=0, le=1)] | None = None
+    min_score: Annotated[StrictFloat, Field(ge=0, le=1)] | None = None
     explain: StrictBool = False
 
     _lists = field_validator("source", "type", "state", mode="before")(_as_list)
@@ -171,7 +196,7 @@ def _split(value: Any) -> Any:
 class ListParams(_Body):
     """``GET /api/v1/memories``: filters, newest first, cursor pagination."""
 
-    project: Annotated[str, Field(max_length=200)] | None = None
+    project: ProjectName | None = None
     source: list[Source] | None = None
     type: list[MemoryType] | None = None
     state: list[MemoryState] | None = None
@@ -190,7 +215,7 @@ class ContextParams(_Body):
 
 class GraphParams(_Body):
     memory_id: Annotated[str, Field(min_length=1, max_length=64)] | None = None
-    project: Annotated[str, Field(max_length=200)] | None = None
+    project: ProjectName | None = None
     state: list[MemoryState] | None = None
     depth: Annotated[int, Field(ge=1, le=3)] = 2
     limit: Annotated[int, Field(ge=1, le=500)] = 200
@@ -209,7 +234,7 @@ class AssociationParams(_Body):
 class ActivityParams(_Body):
     limit: Annotated[int, Field(ge=1, le=1000)] = 100
     types: list[EventName] | None = None
-    project: Annotated[str, Field(max_length=200)] | None = None
+    project: ProjectName | None = None
 
     _lists = field_validator("types", mode="before")(_split)
 

@@ -10,6 +10,7 @@ power loss can take the last few commits.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import sqlite3
@@ -24,6 +25,7 @@ import aiosqlite
 
 from mnemonic.config import StorageConfig
 from mnemonic.errors import StorageUnavailable
+from mnemonic.private_files import create_private, restrict
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -53,6 +55,53 @@ def list_migrations(folder: Path | None = None) -> list[tuple[int, Path]]:
     return found
 
 
+class SchemaTooNew(RuntimeError):
+    """The database was written by a newer build: serving it could corrupt what that build
+    relies on, so this one refuses to start and writes nothing to it."""
+
+    def __init__(self, path: Path, found: int, known: int) -> None:
+        super().__init__(
+            f"{path} has schema version {found}, but this build of mnemonic knows versions up "
+            f"to {known}: a newer mnemonic wrote it. Upgrade mnemonic, or move the file aside "
+            "(with its -wal and -shm files) to start with an empty store. Nothing was written."
+        )
+        self.found = found
+        self.known = known
+
+
+def stored_schema_version(path: Path) -> int | None:
+    """``user_version`` of the file at ``path``, read without writing (``mode=ro``); None
+    when there is no file or SQLite cannot read it (recovery and open report that)."""
+    if not path.exists():
+        return None
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+
+
+def check_schema(path: Path, folder: Path | None = None) -> None:
+    """Raise :class:`SchemaTooNew` before anything touches a file from a newer build."""
+    found = stored_schema_version(path)
+    known = list_migrations(folder)[-1][0]
+    if found is not None and found > known:
+        raise SchemaTooNew(path, found, known)
+
+
+def _private_files(path: Path) -> None:
+    """The database and its sidecars are the owner's alone (see ``private_files``); an
+    unwritable folder is reported by the open that follows, not here."""
+    with contextlib.suppress(OSError):
+        create_private(path)
+    restrict(path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"))
+
+
 def configure(conn: sqlite3.Connection, cfg: StorageConfig, *, read_only: bool) -> None:
     """Apply the pragmas every connection needs."""
     conn.execute("PRAGMA journal_mode=WAL")
@@ -72,6 +121,7 @@ def migrate(path: Path, cfg: StorageConfig, folder: Path | None = None) -> int:
     Each migration runs in one transaction with ``user_version`` set inside it, so a crash
     leaves either the old or the new schema. Existing data is copied aside first.
     """
+    check_schema(path, folder)
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         configure(conn, cfg, read_only=False)
@@ -132,6 +182,7 @@ class Database:
         readers open it immutable, writes answer "storage unavailable", and the first
         write after the folder is writable again reopens everything."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        _private_files(self.path)
         try:
             await self._open_writable()
         except sqlite3.Error as exc:
@@ -153,6 +204,10 @@ class Database:
             readers[0], lambda c: int(c.execute("PRAGMA user_version").fetchone()[0])
         )
         latest = list_migrations()[-1][0]
+        if version > latest:
+            for reader in readers:
+                await reader.close()
+            raise SchemaTooNew(self.path, version, latest)
         if version != latest:
             for reader in readers:
                 await reader.close()
@@ -263,6 +318,19 @@ class Database:
             if self._write_failure is not None and changed and not bookkeeping:
                 self._written_since_failure = True
             return result
+
+    async def run_maintenance(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` on the writer's thread with the write lock held but no transaction
+        open: for what SQLite refuses inside one (``VACUUM``, ``wal_checkpoint``). Used by
+        a purge to make deleted bytes leave the file; ``fn`` handles its own errors."""
+        if self._writer is None and not self._all_readers:
+            raise RuntimeError("database is not open")
+        async with self._write_lock:
+            if self._writer is None:
+                await self._reopen_writable()
+            writer = self._writer
+            assert writer is not None
+            return await _on_thread(writer, fn)
 
     @property
     def write_failure(self) -> str | None:
