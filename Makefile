@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 
-.PHONY: run test lint typecheck unit install dev bench-locomo bench-latency bench-embedding bench-redact bench-runtime bench-filter bench-watch-fs bench-perception clean
+.PHONY: run test lint typecheck unit install dev bench-locomo bench-longmemeval bench-latency bench-embedding bench-redact bench-runtime bench-filter bench-watch-fs bench-perception clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,9 @@ unit: dev
 
 bench-locomo: dev
 	$(BIN)/python bench/locomo.py
+
+bench-longmemeval: dev
+	$(BIN)/python bench/longmemeval.py
 
 bench-latency: dev
 	$(BIN)/python bench/latency.py

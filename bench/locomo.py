@@ -28,6 +28,16 @@ from server import running_daemon
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo-dev.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+# Queries nothing in a conversation between friends answers: gibberish and software
+# questions. With a relevance floor each should come back empty (issue 10 §2).
+OFF_TOPIC = [
+    "zzzzqqq nonexistent gibberish",
+    "qwxv plmk",
+    "How do I fix a segfault in my C++ destructor?",
+    "kubernetes pod OOMKilled after the helm upgrade",
+    "What does the SQLite WAL checkpoint do?",
+    "Which numpy version pins the ABI?",
+]
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -151,6 +161,8 @@ def run_daemon(data: list[dict[str, Any]], settings: dict[str, str]) -> dict[str
         timings["cold_start_s"] = cold
         ingest_s = 0.0
         query_ms: list[float] = []
+        answered: list[int] = []  # results per query: the relevance floor may cut a list
+        off_topic_answered = 0  # off-topic probes that returned anything
         n_turns = 0
         for sample in data:
             project = sample["sample_id"]
@@ -186,10 +198,21 @@ def run_daemon(data: list[dict[str, Any]], settings: dict[str, str]) -> dict[str
                 query_ms.append((time.perf_counter() - t1) * 1000)
                 resp.raise_for_status()
                 ranked = [memory_dias.get(r["memory"]["id"], []) for r in resp.json()["results"]]
+                answered.append(len(ranked))
                 rows.append((q["category"], metrics(ranked, q["evidence"])))
+            for text in OFF_TOPIC:
+                resp = client.post(
+                    "/api/v1/query", json={"query": text, "project": project, "limit": 10}
+                )
+                resp.raise_for_status()
+                off_topic_answered += bool(resp.json()["results"])
         timings["ingest_per_s"] = n_turns / ingest_s
         timings["query_p50_ms"] = float(np.percentile(query_ms, 50))
         timings["query_p95_ms"] = float(np.percentile(query_ms, 95))
+        timings["off_topic_answered"] = float(off_topic_answered)
+        timings["off_topic_queries"] = float(len(OFF_TOPIC) * len(data))
+        timings["short_answers"] = float(sum(n < 10 for n in answered))
+        timings["empty_answers"] = float(sum(n == 0 for n in answered))
     return {"table": summarise(rows), "timings": timings}
 
 
@@ -265,7 +288,9 @@ def main() -> None:
     t = result["timings"]
     print(
         f"\ncold start {t['cold_start_s']:.2f} s, ingest {t['ingest_per_s']:.0f} turns/s,"
-        f" query p50 {t['query_p50_ms']:.1f} ms, p95 {t['query_p95_ms']:.1f} ms"
+        f" query p50 {t['query_p50_ms']:.1f} ms, p95 {t['query_p95_ms']:.1f} ms,"
+        f" answers under 10 results {t['short_answers']:.0f}, empty {t['empty_answers']:.0f};"
+        f" off-topic probes answered {t['off_topic_answered']:.0f}/{t['off_topic_queries']:.0f}"
     )
 
 

@@ -1,17 +1,22 @@
-"""Table tests for the pure pieces of recall: fusion, spreading activation, MMR."""
+"""Table tests for the pure pieces of recall: fusion, spreading activation, MMR, evidence
+and calibration."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from types import SimpleNamespace
+from typing import cast
 
 import numpy as np
 import pytest
 
 from mnemonic.recall.activation import SpreadSettings, spread
+from mnemonic.recall.evidence import Calibration, coverage, query_evidence, vector_evidence
 from mnemonic.recall.fusion import linear, rrf
-from mnemonic.recall.mmr import mmr_order
-from mnemonic.store.models import Association, Relation
+from mnemonic.recall.mmr import Duplicates, jaccard, mmr_order, word_pairs
+from mnemonic.recall.ranking import Scored, Signals, calibrate
+from mnemonic.store.models import Association, Memory, Relation
 
 
 def test_linear_fusion_keeps_gaps_and_lone_hits() -> None:
@@ -97,3 +102,95 @@ def test_mmr_reorders_but_never_drops() -> None:
     assert sorted(diverse) == [1, 2, 3, 4]
     assert mmr_order(ranked, vectors, 10, 0.5).__len__() == 4
     assert mmr_order([], vectors, 5, 0.5) == []
+
+
+def test_mmr_drops_near_copies_but_keeps_templated_lines() -> None:
+    a = np.array([1.0, 0.0], dtype=np.float32)
+    b = np.array([0.0, 1.0], dtype=np.float32)
+    near_a = np.array([0.99, 0.141], dtype=np.float32)  # cosine ~0.99 with a
+    body = " ".join(f"line {i} of the rate limiter module" for i in range(40))
+    texts = {
+        1: body + " DEFAULT = 100",
+        2: body + " DEFAULT = 101",  # a one-line edit: a near copy of 1
+        3: "Kubernetes pod crash loop on node 3: OOMKilled",
+        4: "Kubernetes pod crash loop on node 4: OOMKilled",  # close vector, other fact
+        5: "  THE SAME note, twice ",
+        6: "the same   note, twice",  # same text after folding case and spacing
+    }
+    vectors = {1: a, 2: near_a, 3: b, 4: b, 5: a}  # 6 has no vector yet
+    ranked = [(1, 1.0), (2, 0.99), (3, 0.9), (4, 0.8), (5, 0.5), (6, 0.4)]
+    dup = Duplicates(cosine=0.95, words=0.8)
+    order = mmr_order(ranked, vectors, 10, 1.0, texts=texts, duplicates=dup)
+    assert order == [1, 3, 4, 5]
+    # without texts (or with the check off) nothing is dropped
+    assert mmr_order(ranked, vectors, 10, 1.0) == [1, 2, 3, 4, 5, 6]
+    assert mmr_order(ranked, vectors, 2, 1.0, texts=texts, duplicates=dup) == [1, 3]
+
+
+def test_word_pairs_jaccard() -> None:
+    assert jaccard(word_pairs("a b c"), word_pairs("a b c")) == 1.0
+    assert jaccard(word_pairs("a b c"), word_pairs("c b a")) == 0.0  # order matters
+    assert jaccard(word_pairs("one"), word_pairs("One")) == 1.0
+    assert jaccard(word_pairs(""), word_pairs("")) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("cosine", "expected"),
+    [(-0.2, 0.0), (0.1, 0.0), (0.3, 0.0), (0.525, 0.5), (0.75, 1.0), (0.95, 1.0)],
+)
+def test_vector_evidence_is_linear_between_floor_and_full(cosine: float, expected: float) -> None:
+    assert vector_evidence(cosine, 0.3, 0.75) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("terms", "text", "expected"),
+    [
+        (["postgres", "disk"], "The Postgres container ran out of disk.", 1.0),
+        (["deploys"], "deployment of the api", 1.0),  # light stemming, prefix match
+        (["cafe"], "Le café est ouvert", 1.0),  # diacritics folded like the index does
+        (["日本語"], "会議は日本語で行われました", 1.0),  # CJK: no word boundaries
+        (["al", "dente", "pasta", "long", "boil"], "a long-running build", 0.2),
+        (["worker-3"], "OOMKilled worker-3 again", 1.0),
+        (["worker-3"], "OOMKilled worker-4 again", 0.0),
+        (["ore"], "more", 0.0),  # a term starts a word; it is not any substring
+        ([], "anything", 0.0),
+    ],
+)
+def test_coverage(terms: list[str], text: str, expected: float) -> None:
+    assert coverage(terms, text) == pytest.approx(expected)
+
+
+CAL = Calibration(vector_floor=0.3, vector_full=0.75, words_power=2.0)
+
+
+def test_query_evidence() -> None:
+    # nothing near, nothing held: no evidence
+    assert query_evidence(["zzzq", "plmk"], {1: 0.2, 2: 0.1}, {}, CAL) == 0.0
+    # one common word of five is weak (under the default min_score 0.05); a stopword is none
+    five = ["long", "boil", "pasta", "al", "dente"]
+    assert query_evidence(five, {1: 0.15}, {1: "a long build"}, CAL) == pytest.approx(0.04)
+    assert query_evidence(["the"], {}, {1: "the end"}, CAL) == 0.0
+    assert query_evidence(["pasta", "recipe"], {}, {1: "build recipe"}, CAL) == 0.25
+    # every word held: full; meaning and words combine, never above 1
+    assert query_evidence(["postgres"], {}, {1: "postgres"}, CAL) == 1.0
+    both = query_evidence(["disk", "full", "ci"], {1: 0.525}, {1: "disk full"}, CAL)
+    assert both == pytest.approx(1 - 0.5 * (1 - 4 / 9))
+    # the strongest hit decides
+    assert query_evidence([], {1: 0.525, 2: 0.3}, {}, CAL) == pytest.approx(0.5)
+
+
+def _scored(seq: int, strength: float) -> Scored:
+    memory = cast(Memory, SimpleNamespace(seq=seq))
+    parts = {"direct": strength * 0.75, "recency": strength * 0.25}
+    signals = Signals(direct=0.0, spread=0.0, fts_rank=None, vector_rank=None, cosine=None)
+    return Scored(memory, strength, parts, signals, 1.0, strength)
+
+
+def test_calibrate_scales_to_the_evidence_and_keeps_sums() -> None:
+    out = calibrate([_scored(1, 2.0), _scored(2, 1.0), _scored(3, 0.0)], 0.8)
+    assert [s.score for s in out] == pytest.approx([0.8, 0.4, 0.0])
+    assert [s.strength for s in out] == [2.0, 1.0, 0.0]
+    for s in out:
+        assert sum(s.contributions.values()) == pytest.approx(s.score)
+    assert [s.score for s in calibrate([_scored(1, 2.0)], 0.0)] == [0.0]
+    assert calibrate([], 0.7) == []

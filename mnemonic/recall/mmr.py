@@ -1,12 +1,35 @@
-"""Maximal marginal relevance: trade a little relevance for less repetition."""
+"""Maximal marginal relevance: trade a little relevance for less repetition.
+
+Near-identical memories (ten saved versions of one file, the same note stored twice) are
+not diversity's business alone: MMR only discounts them, so with a high relevance share
+they still fill the list. A candidate that is a near copy of one already picked is
+dropped instead: the same vector neighbourhood (cosine >= ``duplicate_cosine``) *and*
+nearly the same words (word-pair Jaccard >= ``duplicate_words``), or the same text after
+folding case and spacing. Both are required because templated lines that differ in one
+value ("OOMKilled on node 3" / "on node 4") embed at 0.98 yet are different facts.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
 from mnemonic.llm.embedding import Vectors
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicates:
+    cosine: float  # vector similarity at which two memories may be copies
+    words: float  # word-pair Jaccard at which they are
+
+
+NO_DUPLICATES = Duplicates(cosine=2.0, words=2.0)
 
 
 def mmr_order(
@@ -14,19 +37,20 @@ def mmr_order(
     vectors: Mapping[int, Vectors],
     limit: int,
     lam: float,
+    texts: Mapping[int, str] | None = None,
+    duplicates: Duplicates = NO_DUPLICATES,
 ) -> list[int]:
-    """Pick ``min(limit, len(ranked))`` items greedily by ``lam*rel - (1-lam)*max_sim``.
+    """Pick up to ``limit`` items greedily by ``lam*rel - (1-lam)*max_sim``.
 
     Relevance is normalised by the top score so the two terms share a scale. Items with no
-    vector count as dissimilar to everything. The list is never shorter than it can be:
-    every pick comes from the remaining pool, so diversity reorders but never drops.
+    vector count as dissimilar to everything. Diversity reorders; only near copies of a
+    pick (see the module docstring; needs ``texts``) are dropped, so the list is shorter
+    than ``min(limit, len(ranked))`` only when nothing but copies is left.
     """
     want = min(limit, len(ranked))
     if want == 0:
         return []
     seqs = [seq for seq, _ in ranked]
-    if lam >= 1.0:
-        return seqs[:want]
     top = max(score for _, score in ranked) or 1.0
     relevance = np.array([score / top for _, score in ranked], dtype=np.float64)
     dim = next((len(v) for v in vectors.values()), 0)
@@ -39,11 +63,69 @@ def mmr_order(
     similarity = matrix @ matrix.T
     closest = np.zeros(len(seqs), dtype=np.float64)
     available = np.ones(len(seqs), dtype=bool)
+    copies = _Copies(seqs, texts or {}, duplicates, [seq in vectors for seq in seqs])
     chosen: list[int] = []
-    while len(chosen) < want:
+    while len(chosen) < want and available.any():
         value = np.where(available, lam * relevance - (1 - lam) * closest, -np.inf)
         pick = int(np.argmax(value))
         chosen.append(pick)
         available[pick] = False
         closest = np.maximum(closest, similarity[pick])
+        for other in np.flatnonzero(available):
+            if copies.same(pick, int(other), float(similarity[pick, other])):
+                available[other] = False
     return [seqs[i] for i in chosen]
+
+
+class _Copies:
+    """Near-copy tests, with each text's word pairs computed once and only when needed."""
+
+    def __init__(
+        self,
+        seqs: Sequence[int],
+        texts: Mapping[int, str],
+        dup: Duplicates,
+        embedded: Sequence[bool],
+    ) -> None:
+        self._texts = [texts.get(seq) for seq in seqs]
+        self._dup = dup
+        self._embedded = embedded
+        self._pairs: dict[int, frozenset[tuple[str, str]]] = {}
+        self._folded: dict[int, str] = {}
+
+    def same(self, a: int, b: int, cosine: float) -> bool:
+        if self._texts[a] is None or self._texts[b] is None:
+            return False
+        close = cosine >= self._dup.cosine
+        # equal texts embed alike, so only a pair without a vector needs the text compared
+        if not close and self._embedded[a] and self._embedded[b]:
+            return False
+        if self._fold(a) == self._fold(b):
+            return True
+        if not close:
+            return False
+        return jaccard(self._word_pairs(a), self._word_pairs(b)) >= self._dup.words
+
+    def _fold(self, i: int) -> str:
+        if i not in self._folded:
+            self._folded[i] = " ".join((self._texts[i] or "").casefold().split())
+        return self._folded[i]
+
+    def _word_pairs(self, i: int) -> frozenset[tuple[str, str]]:
+        if i not in self._pairs:
+            self._pairs[i] = word_pairs(self._fold(i))
+        return self._pairs[i]
+
+
+def word_pairs(text: str) -> frozenset[tuple[str, str]]:
+    """Adjacent word pairs (single words for a one-word text): order-aware shingles."""
+    tokens = _WORD.findall(text.casefold())
+    if len(tokens) < 2:
+        return frozenset((t, "") for t in tokens)
+    return frozenset(pairwise(tokens))
+
+
+def jaccard(a: frozenset[tuple[str, str]], b: frozenset[tuple[str, str]]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)

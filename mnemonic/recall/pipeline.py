@@ -1,4 +1,5 @@
-"""The recall pipeline: entry points, fusion, spreading activation, ranking, diversity."""
+"""The recall pipeline: entry points, fusion, spreading activation, ranking, calibration,
+relevance floor, diversity."""
 
 from __future__ import annotations
 
@@ -9,14 +10,17 @@ from dataclasses import dataclass
 from mnemonic.config import RecallConfig
 from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.recall.activation import SpreadSettings, spread
+from mnemonic.recall.evidence import Calibration, query_evidence
 from mnemonic.recall.fts_query import query_terms
 from mnemonic.recall.fusion import linear, rrf
-from mnemonic.recall.mmr import mmr_order
-from mnemonic.recall.ranking import Scored, Signals, score
+from mnemonic.recall.mmr import Duplicates, mmr_order
+from mnemonic.recall.ranking import Scored, Signals, calibrate, score
 from mnemonic.store.base import AssociationStore, Filters, MemoryStore, SearchStore
-from mnemonic.store.models import Association
+from mnemonic.store.models import Association, Memory
 from mnemonic.store.vector_index import VectorIndex
 from mnemonic.timeutil import utcnow
+
+EVIDENCE_FTS_HITS = 10  # full-text hits whose word coverage is measured per query
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +28,7 @@ class RecallOutcome:
     results: list[Scored]
     edges: list[tuple[int, int]]
     candidates: int
+    evidence: float = 0.0  # the query's entry-point evidence in [0, 1]; 0 = nothing real
 
 
 class Recaller:
@@ -52,8 +57,27 @@ class Recaller:
             frontier=cfg.spread_frontier,
             relation_weights=dict(cfg.relation_weights),
         )
+        self._calibration = Calibration(
+            vector_floor=cfg.vector_floor, vector_full=cfg.vector_full, words_power=cfg.words_power
+        )
+        self._duplicates = Duplicates(cfg.mmr_duplicate_cosine, cfg.mmr_duplicate_words)
 
-    async def recall(self, query: str, filters: Filters, limit: int) -> RecallOutcome:
+    async def recall(
+        self,
+        query: str,
+        filters: Filters,
+        limit: int,
+        min_score: float | None = None,
+        *,
+        drop_copies: bool = True,
+    ) -> RecallOutcome:
+        """The best ``limit`` memories scoring at least ``min_score`` (config default).
+
+        Scores are calibrated (``ranking.calibrate``): a query with no real evidence scores
+        0 everywhere, so any positive ``min_score`` answers it with nothing. Near copies of
+        a result are dropped unless ``drop_copies`` is false (a caller acting on every
+        match, such as a purge, wants them all).
+        """
         cfg = self._cfg
         depths = (max(cfg.fts_candidates, limit), max(cfg.vector_candidates, limit))
         fts_hits, vector_hits = await asyncio.gather(
@@ -96,18 +120,29 @@ class Recaller:
             for seq in shortlist
             if seq in memories and _passes(memories[seq].state.value, filters)
         ]
-        scored.sort(key=lambda s: -s.score)
-        pool = scored[: max(cfg.mmr_pool, limit)]
+        scored.sort(key=lambda s: -s.strength)
+        # the best BM25 hits hold the most query words; scanning them all would cost a
+        # regex pass over up to fts_candidates long texts per query
+        top_fts = fts_ranked[:EVIDENCE_FTS_HITS]
+        fts_texts = {seq: _searchable(memories[seq]) for seq in top_fts if seq in memories}
+        evidence = query_evidence(query_terms(query), cosine, fts_texts, self._calibration)
+        floor = cfg.min_score if min_score is None else min_score
+        passing = [s for s in calibrate(scored, evidence) if s.score >= floor]
+        pool = passing[: max(cfg.mmr_pool, limit)]
         order = mmr_order(
-            [(s.memory.seq, s.score) for s in pool],
+            [(s.memory.seq, s.strength) for s in pool],
             self._index.vectors_for([s.memory.seq for s in pool]),
             limit,
             cfg.mmr_lambda,
+            texts={s.memory.seq: s.memory.content for s in pool} if drop_copies else None,
+            duplicates=self._duplicates,
         )
         by_seq = {s.memory.seq: s for s in pool}
         results = [by_seq[seq] for seq in order]
         edges = [flow.via[s.memory.seq] for s in results if s.memory.seq in flow.via]
-        return RecallOutcome(results=results, edges=edges, candidates=len(relevance))
+        return RecallOutcome(
+            results=results, edges=edges, candidates=len(relevance), evidence=evidence
+        )
 
     async def _full_text(self, query: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
         terms = query_terms(query)
@@ -118,6 +153,11 @@ class Recaller:
     async def _nearest(self, query: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
         vectors = await asyncio.to_thread(self._embedder.embed, [query])
         return self._index.search(vectors[0], limit, filters)
+
+
+def _searchable(memory: Memory) -> str:
+    """What the full-text index holds for a memory (bar the written-out date)."""
+    return "\n".join((memory.content, memory.summary, " ".join(memory.concepts)))
 
 
 def _passes(state: str, filters: Filters) -> bool:

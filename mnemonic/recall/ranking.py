@@ -1,14 +1,19 @@
 """The final score of a candidate and its explanation.
 
-``score = relevance x multiplier x (1 + boosts)`` where relevance = direct hit strength plus
-weighted spread activation, the multiplier comes from type, source and feedback utility,
-and the boosts from recency, salience and significance. The explanation lists additive
-contributions that sum to the score exactly, so a caller can see what moved a result.
+``strength = relevance x multiplier x (1 + boosts)`` where relevance = direct hit strength
+plus weighted spread activation, the multiplier comes from type, source and feedback
+utility, and the boosts from recency, salience and significance. Strength orders one
+query's candidates but means nothing across queries (fusion rescales every query's best
+hit to 1), so the score a caller sees is calibrated: ``score = evidence x strength / best
+strength``, where evidence in [0, 1] is the query's absolute entry-point evidence
+(``evidence.py``). The explanation lists additive contributions that sum to the score
+exactly, so a caller can see what moved a result.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from mnemonic.config import RecallConfig
@@ -32,6 +37,7 @@ class Scored:
     contributions: dict[str, float]
     signals: Signals
     multiplier: float
+    strength: float  # the uncalibrated score: orders candidates within this query only
 
 
 def recency(timestamp: datetime, now: datetime, half_life_days: float) -> float:
@@ -55,10 +61,30 @@ def score(memory: Memory, signals: Signals, cfg: RecallConfig, now: datetime) ->
     base = relevance * multiplier
     contributions = {name: value * multiplier for name, value in relevance_parts.items()}
     contributions.update({name: base * value for name, value in boosts.items()})
+    total = sum(contributions.values())
     return Scored(
         memory=memory,
-        score=sum(contributions.values()),
+        score=total,
         contributions=contributions,
         signals=signals,
         multiplier=multiplier,
+        strength=total,
     )
+
+
+def calibrate(scored: Sequence[Scored], evidence: float) -> list[Scored]:
+    """Scores in [0, 1]: ``evidence x strength / best strength``, order unchanged.
+
+    The best candidate scores the query's evidence, the others their share of it; the
+    contributions are scaled by the same factor so they still sum to the score.
+    """
+    best = max((s.strength for s in scored), default=0.0)
+    factor = evidence / best if best > 0 else 0.0
+    return [
+        replace(
+            s,
+            score=s.strength * factor,
+            contributions={k: v * factor for k, v in s.contributions.items()},
+        )
+        for s in scored
+    ]
