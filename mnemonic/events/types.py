@@ -140,6 +140,15 @@ class MemoryStateChanged(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryPurged(Event):
+    """A memory was deleted for good (``mnemonic purge``). Only the id: the event must not
+    carry what the purge removed."""
+
+    type: ClassVar[str] = "memory_purged"
+    memory_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AssociationCreated(Event):
     type: ClassVar[str] = "association_created"
     source_id: str
@@ -279,6 +288,7 @@ ALL_EVENT_TYPES: tuple[type[Event], ...] = (
     MemoryEncodingFailed,
     MemoryAmended,
     MemoryStateChanged,
+    MemoryPurged,
     AssociationCreated,
     EpisodeClosed,
     ConsolidationCompleted,
