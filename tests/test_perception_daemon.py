@@ -295,3 +295,68 @@ def test_exclusions_are_effective_at_once_and_survive_a_restart(world: dict[str,
             ),
             what="a file in the no longer excluded folder to be stored",
         )
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(GIT is None, reason="the git binary is not installed")
+def test_what_happened_while_down_and_before_watching_is_remembered(
+    world: dict[str, Path],
+) -> None:
+    """A real daemon: a new root's README is read at once, commits made while the daemon
+    was stopped are remembered at the next start, and the shell hook's lines give a
+    command its project and exit status."""
+    git(world["repo"], "init", "-q", "-b", "main")
+    (world["repo"] / "README").write_text("billing\n")
+    git(world["repo"], "add", ".")
+    git(world["repo"], "commit", "-q", "-m", "initial import")
+    (world["root"] / "README.md").write_text("# webshop\nWe decided to keep the cart in redis.\n")
+    config = perception_config(world)
+    config["clipboard"] = {"enabled": False}
+    config["git"]["initial_commits"] = 0
+    write_config(world["home"], config)
+
+    def memories(http: httpx.Client, source: str) -> list[dict[str, Any]]:
+        params = {"source": source, "limit": 100}
+        return list(http.get("/api/v1/memories", params=params).json()["items"])
+
+    with running(world["home"], env=WATCHERS_ON) as daemon, daemon.client() as http:
+        readme = wait_for(
+            lambda: [m for m in memories(http, "filesystem") if "redis" in m["content"]],
+            what="the new root's README",
+        )
+        assert readme[0]["metadata"]["kind"] == "file_indexed"
+        wait_for(
+            lambda: agent(health(http), "watcher:git")["detail"]["detail"].get("polls", 0) >= 2,
+            what="the git watcher's first look",
+        )
+        daemon.send(signal.SIGTERM)
+        assert daemon.wait(30) == 0
+
+    (world["repo"] / "fix.txt").write_text("fix\n")
+    git(world["repo"], "add", ".")
+    git(world["repo"], "commit", "-q", "-m", "fix the invoice rounding error while down")
+    hook = world["home"] / "data" / "shell-hook.jsonl"
+    line = {
+        "v": 1,
+        "shell": "bash",
+        "t": int(time.time()),
+        "status": 2,
+        "cwd": str(world["root"]),
+        "cmd": "pytest tests/test_cart.py",
+    }
+    hook.write_text(json.dumps(line) + "\n")
+
+    with running(world["home"], env=WATCHERS_ON) as daemon, daemon.client() as http:
+        commits = wait_for(
+            lambda: [m for m in memories(http, "git") if "rounding" in m["content"]],
+            what="the commit made while the daemon was down",
+        )
+        assert commits[0]["metadata"]["event"]["detected_by"] == "catch_up"
+        assert not [m for m in memories(http, "git") if "initial import" in m["content"]]
+        failed = wait_for(
+            lambda: [m for m in memories(http, "terminal") if "test_cart" in m["content"]],
+            what="the hooked command",
+        )
+        assert failed[0]["metadata"]["event"]["exit_status"] == 2
+        assert failed[0]["project"] == "shop"
+        assert "(exit status 2: failed)" in failed[0]["content"]

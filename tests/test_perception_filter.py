@@ -98,7 +98,7 @@ STAGE_CASES = [
         {"deny_patterns": [r"^kubectl get\b"]},
         "denied_pattern",
     ),
-    ("denied file-name glob", edit("/src/app/server.log", "ERROR boom"), {}, "denied_pattern"),
+    ("denied file-name glob", edit("/src/app/app.min.js", "ERROR boom"), {}, "denied_pattern"),
     (
         "denied full-path glob",
         edit("/src/vendor/lib/x.py", "def f(): pass  # fixed the bug"),
@@ -196,7 +196,7 @@ def test_stats_count_every_reason() -> None:
     events = [
         cmd("ok"),  # too_short
         edit("/a/b.txt", "x" * 200_000),  # too_long
-        edit("/a/b.log", "boot"),  # denied_pattern
+        edit("/a/b.map", "boot"),  # denied_pattern
         cmd("echo same thing"),
         cmd("echo same thing"),  # too_frequent
         cmd("[==========>         ] 51%"),  # low_score
@@ -368,6 +368,31 @@ def test_a_noisy_file_is_excluded_after_the_hourly_threshold() -> None:
     assert f.exclusions.list()[0].auto
     assert reason(f.check(edit(noisy, "now a real TODO: fix the bug"))) == "excluded_path"
     assert f.stats()["auto_excluded"] == 1
+
+
+def test_quiet_log_tails_never_exclude_the_log() -> None:
+    """A chatty log's INFO tails are dropped as low score, but the log must stay watched:
+    the error it writes next is what it is read for."""
+    ticker = Ticker()
+    f = make_filter(ticker, auto_exclude_per_hour=3, frequency_max=0)
+    log_path = "/work/app/logs/app.log"
+    for i in range(20):
+        ticker.now = i * 10.0
+        tail = WatcherEvent(
+            watcher="filesystem",
+            kind="log_appended",
+            content=f"2026-11-23 10:00:{i:02d} INFO request served in 3 ms",
+            path=log_path,
+        )
+        assert reason(f.check(tail)) == "low_score"
+    assert len(f.exclusions) == 0
+    error = WatcherEvent(
+        watcher="filesystem",
+        kind="log_appended",
+        content="2026-11-23 10:05:00 ERROR Traceback: ConnectionRefusedError: redis at :6379",
+        path=log_path,
+    )
+    assert reason(f.check(error)) == "accept"
 
 
 def test_rejections_spread_over_more_than_an_hour_do_not_exclude() -> None:
@@ -586,7 +611,10 @@ def test_mixed_stream_drop_rate() -> None:
         p for p in sorted((ROOT / "mnemonic").rglob("*.py")) if len(p.read_text("utf-8")) > 200
     ][:200]
     noise = [
-        edit("/work/app/build.log", "compiling..."),
+        # a log's tail (logs are judged, not denied: a dull line is below log_appended's 0.6)
+        WatcherEvent(
+            watcher="filesystem", kind="log_appended", content="compiling...", path="/w/b.log"
+        ),
         edit("/work/app/dist/app.min.js", "!function(e){" + "var a=1;" * 300 + "}"),
         cmd("[=================>      ] 72% 1.2MB/s"),
         cmd("npm WARN deprecated request@2.88.2: request has been deprecated"),

@@ -170,7 +170,11 @@ def root(home: Path) -> Path:
 
 
 def config(root: Path, **overrides: object) -> FilesystemWatcherConfig:
-    values: dict[str, object] = {"roots": (str(root),), "debounce_s": DEBOUNCE}
+    values: dict[str, object] = {
+        "roots": (str(root),),
+        "debounce_s": DEBOUNCE,
+        "initial_index_max_files": 0,  # a first start records silently unless a test asks
+    }
     return FilesystemWatcherConfig.model_validate(values | overrides)
 
 
@@ -1362,3 +1366,203 @@ def test_flood_of_50000_files_in_50_new_folders(flood_root: Path, home: Path) ->
         f"{detail['pending_high_water']}, refused {detail['pending_refused']}, "
         f"detected_by {detail['detected_by']}"
     )
+
+
+# --- a new root is read at once; logs give their tails; a new repository is announced ----------
+
+INITIAL_RANK_CASES = [
+    # (relative path, rank)
+    ("README.md", 0),
+    ("sub/readme.rst", 0),
+    ("NOTES.txt", 1),
+    ("todo", 1),
+    ("docs/guide.md", 1),
+    ("docs/diagram.svg", 3),
+    ("CHANGELOG.md", 1),
+    ("talk.org", 2),
+    ("src/app.py", 3),
+]
+
+
+@pytest.mark.parametrize(("rel", "rank"), INITIAL_RANK_CASES)
+def test_initial_rank_table(rel: str, rank: int) -> None:
+    from mnemonic.watchers.fs_initial import initial_rank
+
+    assert initial_rank(rel.replace("/", os.sep), 0)[0] == rank
+
+
+def test_initial_candidates_skip_logs_binaries_empty_and_large_files() -> None:
+    from mnemonic.watchers.fs_initial import initial_candidate
+
+    logs = ("*.log",)
+    assert initial_candidate("README.md", 10, 100, logs)
+    assert not initial_candidate("app.log", 10, 100, logs)
+    assert not initial_candidate("logo.PNG", 10, 100, logs)
+    assert not initial_candidate("empty.md", 0, 100, logs)
+    assert not initial_candidate("huge.md", 101, 100, logs)
+
+
+def _initial_tree(root: Path) -> None:
+    write(root / "README.md", "# shop\nThe billing service decided on retries.\n")
+    write(root / "NOTES.txt", "decision: keep the retry at 3 because of timeouts\n")
+    write(root / "docs" / "guide.md", "How to deploy the shop.\n")
+    write(root / "src" / "app.py", "print('app')\n")
+    write(root / "app.log", "INFO started\n")
+    write(root / "logo.png", b"\x89PNG\x00\x00")
+    write(root / "node_modules" / "lib" / "README.md", "a dependency\n")
+    write(root / "private" / "README.md", "ignored by .gitignore\n")
+    write(root / ".gitignore", "private/\n")
+    write(root / ".env", "TOKEN=abc\n")
+
+
+def test_a_new_root_reads_its_best_files_at_once(root: Path, home: Path, tmp_path: Path) -> None:
+    _initial_tree(root)
+    state = tmp_path / "fs-index.json"
+
+    async def scenario(h: Harness) -> None:
+        await _until(lambda: len(h.file_events()) == 3, 30, "the initial files")
+        await h.idle()
+
+    first = run_watcher(
+        config(root, initial_index_max_files=3), scenario, home=home, state_path=state
+    )
+    events = first.file_events()
+    assert sorted(os.path.relpath(e.path or "", root) for e in events) == [
+        "NOTES.txt",
+        "README.md",
+        os.path.join("docs", "guide.md"),
+    ]
+    assert {e.kind for e in events} == {"file_indexed"}
+    assert {e.metadata["detected_by"] for e in events} == {"initial"}
+    readme = next(e for e in events if e.path == str(root / "README.md"))
+    assert readme.content.startswith("# shop") and readme.occurred_at is not None
+    health = first.watcher.health()
+    assert health.detail["initial_index"] == {"done": 3, "total": 3}
+    assert health.message is None
+    assert first.detail()["indexed"] == {str(root): 8}  # everything else recorded silently
+
+    async def again(h: Harness) -> None:
+        await h.idle()
+
+    # a restart with the saved index reads nothing again; a root added later is new
+    other = home / "notes"
+    write(other / "README", "my notes folder\n")
+    both = config(root, initial_index_max_files=3).model_copy(
+        update={"roots": (str(root), str(other))}
+    )
+    second = run_watcher(both, again, home=home, state_path=state)
+    assert [(e.kind, e.path) for e in second.file_events()] == [
+        ("file_indexed", str(other / "README"))
+    ]
+
+
+def test_initial_index_progress_is_in_the_health_message(root: Path, home: Path) -> None:
+    watcher = FilesystemWatcher(config(root), home=home)
+    pending = PendingChanges(capacity=100, debounce_s=1.0, max_delay_s=5.0)
+    processor, state = _processor(root, pending)
+    for i in range(5):
+        write(root / f"n{i}.md", f"note {i}")
+    assert processor.baseline(state, initial=4) == 4
+    assert (processor.initial_done, processor.initial_total) == (0, 4)
+    batch = pending.take_due(0.0, 2)
+    processor.process(batch, 0.0)
+    assert (processor.initial_done, processor.initial_total) == (2, 4)
+    watcher._processor = processor  # the watcher reports its processor's counts
+    assert watcher.health().message == "indexing 2/4 files of new roots"
+
+
+def test_log_files_give_only_their_new_tail(root: Path, home: Path) -> None:
+    log_file = root / "app.log"
+    write(log_file, "INFO old line that was there before\n")
+
+    async def scenario(h: Harness) -> None:
+        append(log_file, "ERROR payment failed: timeout\n")
+        await h.flush()
+        first = h.take()
+        assert [(e.kind, e.content) for e in first] == [
+            ("log_appended", "ERROR payment failed: timeout\n")
+        ]
+        assert first[0].metadata["offset"] == len("INFO old line that was there before\n")
+        append(log_file, "INFO request served in 12ms\n")
+        await h.flush()
+        assert [e.content for e in h.take()] == ["INFO request served in 12ms\n"]
+        append(log_file, "".join(f"INFO line {i:05d}\n" for i in range(2000)))
+        await h.flush()
+        (big,) = h.take()
+        assert len(big.content.encode()) <= 1024 and big.content.startswith("INFO line ")
+        assert big.content.endswith("INFO line 01999\n")
+        write(log_file, "WARN fresh start\n")  # truncated (copytruncate rotation)
+        await h.flush()
+        (restarted,) = h.take()
+        assert restarted.content == "WARN fresh start\n" and restarted.metadata["restarted"]
+        write(root / "new.log", "FATAL new log\n")
+        await h.flush()
+        assert [(e.kind, e.content) for e in h.take()] == [("log_appended", "FATAL new log\n")]
+
+    cfg = config(root, log_tail_bytes=1024, log_min_interval_s=0)
+    run_watcher(cfg, scenario, home=home)
+
+
+def test_a_chatty_log_is_read_at_most_once_per_interval(root: Path, home: Path) -> None:
+    log_file = root / "chatty.log"
+    write(log_file, "")
+
+    async def scenario(h: Harness) -> None:
+        append(log_file, "INFO one\n")
+        await h.flush()
+        assert [e.content for e in h.take()] == ["INFO one\n"]
+        append(log_file, "ERROR two\n")
+        await h.flush()
+        assert h.take() == []  # too soon: kept for later, not lost
+        await h.clock.advance(60.0)
+        append(log_file, "INFO three\n")
+        await h.flush()
+        assert [e.content for e in h.take()] == ["ERROR two\nINFO three\n"]
+
+    run_watcher(config(root, log_min_interval_s=30.0), scenario, home=home)
+
+
+def test_log_tails_are_judged_by_the_filter_not_denied() -> None:
+    from mnemonic.config import FilterConfig
+    from mnemonic.perception.filter import Accept, Drop, HeuristicFilter
+
+    flt = HeuristicFilter(FilterConfig())
+
+    def tail(text: str) -> WatcherEvent:
+        return WatcherEvent(
+            watcher="filesystem", kind="log_appended", content=text, path="/p/a.log"
+        )
+
+    assert isinstance(flt.check(tail("2024-05-01 ERROR payment failed: timeout\n")), Accept)
+    dull = flt.check(tail("2024-05-01 INFO request served in 12ms\n"))
+    assert isinstance(dull, Drop) and dull.reason.value == "low_score"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs the git binary")
+def test_a_new_repository_under_a_root_is_announced(root: Path, home: Path) -> None:
+    hints: list[str] = []
+
+    async def scenario(h: Harness) -> None:
+        (root / "fresh").mkdir()
+        await asyncio.to_thread(
+            subprocess.run, ["git", "init", "-q", str(root / "fresh")], check=True
+        )
+        await _until(lambda: bool(hints), 20, "the hint")
+
+    async def main() -> None:
+        clock = FakeClock()
+        watcher = FilesystemWatcher(
+            config(root), clock=clock, home=home, on_repository=hints.append
+        )
+        harness = Harness(watcher, clock)
+        task = asyncio.create_task(watcher.run(harness.events.append))
+        try:
+            await harness.started()
+            await scenario(harness)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    asyncio.run(main())
+    assert hints[0] == str(root / "fresh")

@@ -95,10 +95,12 @@ def commit_file(repo: Path, path: str, text: str, message: str) -> str:
 class Harness:
     """A watcher on ``root`` with a fake clock; ``poll`` moves time and returns new events."""
 
-    def __init__(self, root: Path, **config: Any) -> None:
-        settings = {"roots": [str(root)], "worktree_min_gap_s": 0, **config}
+    def __init__(self, root: Path, state_path: Path | None = None, **config: Any) -> None:
+        settings = {"roots": [str(root)], "worktree_min_gap_s": 0, "initial_commits": 0}
         self.clock = FakeClock()
-        self.watcher = GitWatcher(GitConfig(**settings), clock=self.clock)
+        self.watcher = GitWatcher(
+            GitConfig(**(settings | config)), clock=self.clock, state_path=state_path
+        )
         self.events: list[Event] = []
 
     async def start(self) -> None:
@@ -754,3 +756,179 @@ def test_no_git_on_path_in_a_fresh_process(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["state"] == "disabled" and "no git binary" in report["message"]
+
+
+# --- what happened while the daemon was down, and repositories new to the watcher ---------------
+
+
+@needs_git
+def test_commits_made_while_stopped_are_caught_up_at_start(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "code")
+    state = tmp_path / "data" / "git-state.json"
+
+    async def main() -> tuple[list[WatcherEvent], list[WatcherEvent]]:
+        first = Harness(tmp_path / "code", state_path=state)
+        await first.start()
+        commit_file(repo, "a.txt", "a\n", "Add a while running")
+        live = await first.poll()
+        # the daemon stops; meanwhile: two commits, a switch, one more commit
+        commit_file(repo, "b.txt", "b\n", "Add b while stopped")
+        git(repo, "switch", "-qc", "fix")
+        commit_file(repo, "c.txt", "c\n", "Add c on fix while stopped")
+        second = Harness(tmp_path / "code", state_path=state)
+        assert await second.watcher.start()
+        caught = await second.poll()
+        assert await second.poll() == []  # told once
+        return live, caught
+
+    live, caught = asyncio.run(main())
+    assert [e.metadata["subject"] for e in live] == ["Add a while running"]
+    assert kinds(caught) == ["commit", "branch_switch", "commit"]
+    assert [e.metadata.get("subject") for e in caught] == [
+        "Add b while stopped",
+        None,
+        "Add c on fix while stopped",
+    ]
+    assert caught[0].metadata["branch"] == "main" and caught[2].metadata["branch"] == "fix"
+    assert {e.metadata["detected_by"] for e in caught} == {"catch_up"}
+    assert oct(state.stat().st_mode & 0o777) == "0o600"
+    saved = json.loads(state.read_text())["repos"][str(repo.resolve())]
+    assert saved["branch"] == "fix" and set(saved["branches"]) == {"main", "fix"}
+
+
+@needs_git
+def test_catch_up_is_bounded_and_summarised(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "code")
+    state = tmp_path / "git-state.json"
+
+    async def main() -> list[WatcherEvent]:
+        first = Harness(tmp_path / "code", state_path=state)
+        await first.start()
+        commit_file(repo, "x.txt", "x\n", "Seen live")
+        await first.poll()
+        for i in range(30):
+            commit_file(repo, f"f{i}.txt", f"{i}\n", f"Offline change {i}")
+        second = Harness(tmp_path / "code", state_path=state, max_commits_per_poll=4)
+        assert await second.watcher.start()
+        return await second.poll()
+
+    events = asyncio.run(main())
+    assert kinds(events) == ["commit_batch"] + ["commit"] * 4
+    assert events[0].metadata["count"] == 26
+    assert [e.metadata["subject"] for e in events[1:]] == [
+        f"Offline change {i}" for i in range(26, 30)
+    ]
+
+
+@needs_git
+def test_catch_up_after_the_reflog_was_expired_uses_the_saved_branch_tips(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "code")
+    state = tmp_path / "git-state.json"
+
+    async def main() -> list[WatcherEvent]:
+        first = Harness(tmp_path / "code", state_path=state)
+        await first.start()
+        git(repo, "switch", "-qc", "topic")
+        commit_file(repo, "t.txt", "t\n", "Topic work")
+        git(repo, "switch", "-q", "main")
+        await first.poll()
+        git(repo, "switch", "-q", "topic")
+        commit_file(repo, "u.txt", "u\n", "More topic work while stopped")
+        commit_file(repo, "v.txt", "v\n", "And more")
+        (repo / ".git" / "logs" / "HEAD").unlink()  # expired: no reflog to resume from
+        second = Harness(tmp_path / "code", state_path=state)
+        assert await second.watcher.start()
+        return await second.poll()
+
+    events = asyncio.run(main())
+    assert kinds(events) == ["branch_switch", "commit", "commit"]
+    assert [e.metadata.get("subject") for e in events[1:]] == [
+        "More topic work while stopped",
+        "And more",
+    ]
+
+
+@needs_git
+def test_first_sight_imports_only_a_few_recent_commits(tmp_path: Path) -> None:
+    root = tmp_path / "code"
+    repo = make_repo(root)
+    old = {"GIT_AUTHOR_DATE": "2001-01-01T00:00:00", "GIT_COMMITTER_DATE": "2001-01-01T00:00:00"}
+    stale = make_repo(root, "stale")
+    for i in range(3):
+        (stale / f"s{i}").write_text("s")
+        git(stale, "add", ".")
+        subprocess.run(
+            ["git", "commit", "-qm", f"Old {i}"], cwd=stale, env=GIT_ENV | old, check=True
+        )
+    for i in range(5):
+        commit_file(repo, f"f{i}.txt", f"{i}\n", f"Recent {i}")
+
+    async def main() -> list[WatcherEvent]:
+        h = Harness(root, state_path=tmp_path / "state.json", initial_commits=2)
+        assert await h.watcher.start()
+        first = await h.poll()
+        assert await h.poll() == []
+        return first
+
+    events = asyncio.run(main())
+    assert [e.metadata["subject"] for e in events] == ["Recent 3", "Recent 4"]
+    assert {e.metadata["detected_by"] for e in events} == {"first_sight"}
+
+
+@needs_git
+def test_a_new_repository_is_found_between_full_searches(tmp_path: Path) -> None:
+    root = tmp_path / "code"
+    make_repo(root, "old")
+
+    async def main() -> tuple[list[WatcherEvent], dict[str, Any]]:
+        h = Harness(root, rediscover_interval_s=1e9)
+        await h.start()
+        (root / "group").mkdir()
+        await h.poll(2)  # notices the new folder
+        make_repo(root / "group", "fresh")
+        commit_file(root / "group" / "fresh", "a.txt", "a\n", "Second commit")
+        events = await h.poll(2)
+        return events, h.watcher.health().detail
+
+    events, detail = asyncio.run(main())
+    assert [e.metadata["subject"] for e in events] == ["Initial commit", "Second commit"]
+    assert detail["repositories"] == 2 and detail["found_between_searches"] == 1
+
+
+@needs_git
+def test_a_hint_from_another_watcher_finds_a_repository_at_once(tmp_path: Path) -> None:
+    root = tmp_path / "code"
+    make_repo(root, "old")
+
+    async def main() -> tuple[list[WatcherEvent], list[Path]]:
+        h = Harness(root, rediscover_interval_s=1e9, new_repo_checks_per_poll=0)
+        await h.start()
+        fresh = make_repo(root, "fresh")
+        assert await h.poll(2) == []  # no stat polling, no search: not seen yet
+        h.watcher.hint(str(root / "outside-depth" / "a" / "b" / "c" / "d"))  # ignored
+        h.watcher.hint(str(fresh))
+        return await h.poll(2), h.watcher.repositories
+
+    events, repos = asyncio.run(main())
+    assert [p.name for p in repos] == ["fresh", "old"]
+    assert [e.metadata["subject"] for e in events] == ["Initial commit"]
+
+
+def test_git_state_file_survives_garbage(tmp_path: Path) -> None:
+    from mnemonic.watchers.git_reader import ReflogPosition
+    from mnemonic.watchers.git_state import RepoState, load_states, save_states
+
+    path = tmp_path / "state.json"
+    assert load_states(path).saved_at is None
+    path.write_text("{not json")
+    assert load_states(path).repos == {}
+    state = RepoState(Head("main", A), ReflogPosition(5, 99), {"main": A, "x": B})
+    save_states(path, {"/r": state, "/bad": state}, datetime(2024, 1, 2, tzinfo=UTC))
+    raw = json.loads(path.read_text())
+    raw["repos"]["/bad"]["reflog"] = "nope"
+    path.write_text(json.dumps(raw))
+    loaded = load_states(path)
+    assert loaded.repos == {"/r": state}
+    assert loaded.saved_at == datetime(2024, 1, 2, tzinfo=UTC)

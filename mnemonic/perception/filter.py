@@ -210,6 +210,10 @@ class HeuristicFilter:
         self._dropped[decision.reason.value] += 1
         if decision.reason is DropReason.EXCLUDED_PATH or not event.path:
             return
+        if event.kind == "log_appended" and decision.reason is DropReason.LOW_SCORE:
+            # a log is judged by what was just appended: a quiet stretch of INFO lines is
+            # no evidence that the errors it will write later are noise
+            return
         if event.watcher not in self._auto_watchers:
             return
         target = self._rejections.record(event.path, self._clock())

@@ -103,6 +103,15 @@ def drop_reason(
     return None
 
 
+def disabled_reason(exc: BaseException, limit: int = 120) -> str:
+    """The first sentence of why the clipboard cannot be read, for one line of health:
+    pyperclip's own message goes on to a documentation URL, which says nothing here."""
+    text = " ".join(str(exc).split())
+    sentence = re.split(r"(?<=[.!?])\s", text, maxsplit=1)[0].rstrip(".") if text else ""
+    sentence = sentence or type(exc).__name__
+    return sentence if len(sentence) <= limit else sentence[: limit - 1] + "…"
+
+
 def _fingerprint(text: str) -> bytes:
     """Kept instead of the text, so the last copy (maybe a password) is not held."""
     return hashlib.blake2b(text.encode("utf-8", errors="replace"), digest_size=16).digest()
@@ -279,14 +288,14 @@ class ClipboardWatcher:
         self._health.events += 1
 
     def _disable(self, exc: BaseException) -> None:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        why = disabled_reason(exc)
         self._health.state = "disabled"
         self._health.message = (
-            f"no clipboard here ({first_line[:160]}); install xclip, xsel or wl-clipboard "
+            f"no clipboard here ({why}); install xclip, xsel or wl-clipboard "
             "in a desktop session, or set clipboard.enabled: false"
         )
         self._health.warnings += 1
-        log.warning("clipboard watcher disabled: %s", first_line)
+        log.warning("clipboard watcher disabled: %s", why)
 
     def _degrade(self, exc: BaseException) -> None:
         if not self._failing:

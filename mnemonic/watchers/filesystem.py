@@ -11,6 +11,13 @@ or a comparison with the saved index), when a folder appears, and every
 ``reconcile_interval_s`` to catch what inotify missed. A root for which inotify runs out of
 watches is polled by the same walk every ``poll_interval_s`` instead.
 
+A root seen for the first time (no saved index) is not only recorded: its best files
+(README, notes, docs first; ``fs_initial``) are read too, up to
+``initial_index_max_files``, and health says how far that got ("indexing 120/200 files").
+Log files give only what was appended (``log_appended``). When a ``.git`` appears under a
+root, ``on_repository`` (the git watcher's ``hint``, connected by the composition root) is
+told on the observer thread, so a new repository is watched within a poll.
+
 The watcher observes only: no importance filtering, no redaction, no store access.
 """
 
@@ -59,19 +66,28 @@ class FilesystemWatcher:
         home: str | os.PathLike[str] | None = None,
         exclude: tuple[str | os.PathLike[str], ...] = (),
         state_path: Path | None = None,
+        on_repository: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
         self._clock: Clock = clock or SystemClock()
         self._home = os.fspath(home) if home is not None else str(Path.home())
         self._exclude = tuple(str(Path(os.fspath(p)).expanduser().resolve()) for p in exclude)
         self._state_path = state_path
+        self._on_repository = on_repository
         self._pending = PendingChanges(config.max_pending, config.debounce_s, config.max_delay_s)
         self._warnings = WarnOnce()
         self._stop = threading.Event()
         self._roots: dict[str, RootState] = {}
         self._watches: list[RootWatch] = []
         self._processor = ChangeProcessor(
-            self._roots, self._pending, config.max_file_bytes, self._warnings, self._stop
+            self._roots,
+            self._pending,
+            config.max_file_bytes,
+            self._warnings,
+            self._stop,
+            log_patterns=config.log_patterns,
+            log_tail_bytes=config.log_tail_bytes,
+            log_min_interval_s=config.log_min_interval_s,
         )
         self._state = "starting"
         self._message: str | None = None
@@ -273,7 +289,9 @@ class FilesystemWatcher:
                 continue
             previous = saved.get(watch.path)
             if previous is None:
-                self._processor.baseline(state)
+                queued = self._processor.baseline(state, self.config.initial_index_max_files, now)
+                if queued:
+                    log.info("filesystem watcher: reading %d files of new root", queued)
             else:
                 state.index.load(previous)
                 self._processor.reconcile(state, now, origin="start")
@@ -296,6 +314,10 @@ class FilesystemWatcher:
     def _on_raw_event(self, kind: str, src: str, dest: str | None, is_dir: bool) -> None:
         """Called on watchdog's thread for every raw event: filter, coalesce, wake."""
         self._observed += 1
+        if self._on_repository is not None and kind in ("created", "moved"):
+            target = dest if dest is not None else src
+            if os.path.basename(target) == ".git":
+                self._on_repository(os.path.dirname(target))
         now = self._clock.now()
         src_state = self._processor.root_of(src)
         src_ok = src_state is not None and not src_state.rules.ignored(src, is_dir)
@@ -356,9 +378,14 @@ class FilesystemWatcher:
 
     def health(self) -> WatcherHealth:
         """A fresh snapshot (callers may keep it; the watcher never mutates it)."""
+        message = self._message
+        done, total = self._processor.initial_done, self._processor.initial_total
+        if done < total:
+            progress = f"indexing {done}/{total} files of new roots"
+            message = f"{progress}; {message}" if message else progress
         return WatcherHealth(
             state=self._state,
-            message=self._message,
+            message=message,
             events=sum(self._emitted.values()),
             warnings=self._warnings.count,
             detail=self._detail(),
@@ -378,6 +405,10 @@ class FilesystemWatcher:
             "emitted": dict(self._emitted),
             "detected_by": dict(self._detected),
             "indexed": {display_path(r): len(s.index) for r, s in self._roots.items()},
+            "initial_index": {
+                "done": self._processor.initial_done,
+                "total": self._processor.initial_total,
+            },
             "reconciliations": self._reconciliations,
             "last_reconcile_ms": self._last_reconcile_ms,
             "recent_warnings": list(self._warnings.recent),

@@ -18,14 +18,24 @@ there, unchanged           yes                none (chmod, touch-free rename bac
 
 A rename source whose destination is still pending (or in the same batch) says nothing:
 the destination reports the move.
+
+Two kinds come from the same table with a different reading. A log file (``log_patterns``)
+created or modified gives ``log_appended`` with only the bytes written since the size the
+index remembers (at most ``log_tail_bytes``; from 0 again when it shrank), at most once per
+``log_min_interval_s`` per file, so a chatty log costs a read every half minute rather
+than one per write (the filter never auto-excludes a log for its dull tails, so an error
+written to it later is still seen). A file picked on a root's first walk
+(``fs_initial``) gives ``file_indexed``.
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
 import os
 import threading
 from collections import deque
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -33,8 +43,9 @@ from mnemonic.events.types import Event, WatcherEvent, WatcherEventDropped
 from mnemonic.redact.paths import is_secret_path
 from mnemonic.watchers.fs_ignore import IgnoreRules
 from mnemonic.watchers.fs_index import RootIndex, fingerprint, fingerprint_size, walk_files
+from mnemonic.watchers.fs_initial import initial_candidate, initial_rank, is_log
 from mnemonic.watchers.fs_pending import Pending, PendingChanges
-from mnemonic.watchers.fs_read import FileSnapshot, read_snapshot
+from mnemonic.watchers.fs_read import FileSnapshot, read_snapshot, read_tail
 
 log = logging.getLogger(__name__)
 
@@ -102,13 +113,23 @@ class ChangeProcessor:
         max_bytes: int,
         warnings: WarnOnce,
         stop: threading.Event,
+        *,
+        log_patterns: Sequence[str] = (),
+        log_tail_bytes: int = 8192,
+        log_min_interval_s: float = 0.0,
     ) -> None:
         self.roots = roots
         self.pending = pending
         self.max_bytes = max_bytes
         self.warnings = warnings
         self.stop = stop
+        self.log_patterns = tuple(log_patterns)
+        self.log_tail_bytes = log_tail_bytes
+        self.log_min_interval_s = log_min_interval_s
         self.rescan: set[str] = set()
+        self.initial_total = 0  # files picked on first walks, and how many were read
+        self.initial_done = 0
+        self._log_due: dict[str, float] = {}  # log path -> earliest time of its next read
         self._dropped: list[Event] = []
 
     # --- settled entries ------------------------------------------------------------------
@@ -126,7 +147,9 @@ class ChangeProcessor:
             if item.is_dir:
                 folders.append(item)
             else:
-                events.extend(self._file(item, state, in_batch))
+                events.extend(self._file(item, state, in_batch, now))
+                if item.origin == "initial":
+                    self.initial_done += 1
         if folders and not self.stop.is_set():
             self._folders(folders, now, in_batch)
         return events + self.take_dropped()
@@ -135,10 +158,18 @@ class ChangeProcessor:
         dropped, self._dropped = self._dropped, []
         return dropped
 
-    def _file(self, item: Pending, state: RootState, in_batch: set[str]) -> list[Event]:
+    def _file(self, item: Pending, state: RootState, in_batch: set[str], now: float) -> list[Event]:
         path = item.path
-        snap = read_snapshot(path, self.max_bytes, secret=is_secret_path(path))
         index = state.index
+        log_file = is_log(os.path.basename(path), self.log_patterns)
+        if log_file:
+            if now < self._log_due.get(path, 0.0):
+                return []  # read later: the index keeps the old size, a walk requeues it
+            known = index.get(path)
+            size = None if known is None else fingerprint_size(known)
+            snap = read_tail(path, size, self.log_tail_bytes, secret=is_secret_path(path))
+        else:
+            snap = read_snapshot(path, self.max_bytes, secret=is_secret_path(path))
         if snap.status in ("missing", "directory", "symlink"):
             target = item.moved_to
             if target is not None and (target in in_batch or target in self.pending):
@@ -156,6 +187,17 @@ class ChangeProcessor:
             return []
         if not index.put(path, new):
             self._index_full(state)
+        if item.origin == "initial" and kind == "file_created":
+            if snap.text is None or not snap.text.strip():
+                return []  # binary or empty after all: indexed, nothing to tell
+            kind = "file_indexed"
+        if log_file and kind in ("file_created", "file_modified"):
+            if snap.text is not None and not snap.text.strip():
+                return []  # touched, or only whitespace appended
+            self._log_due[path] = now + self.log_min_interval_s
+            if len(self._log_due) > 4096:  # bounded: forget logs whose slot has passed
+                self._log_due = {p: t for p, t in self._log_due.items() if t > now}
+            kind = "log_appended"
         return [self._event(kind, item, snap, old_path)]
 
     def _claim_move_source(self, item: Pending) -> str | None:
@@ -201,13 +243,34 @@ class ChangeProcessor:
 
     # --- reconciliation -------------------------------------------------------------------
 
-    def baseline(self, state: RootState) -> None:
-        """Fill an empty index from a walk, emitting nothing (first start, no state)."""
+    def baseline(self, state: RootState, initial: int = 0, now: float = 0.0) -> int:
+        """Fill an empty index from a walk (a root seen for the first time). Up to
+        ``initial`` files, best first (``fs_initial``), are left out of the index and
+        queued instead, so they are read and told as ``file_indexed``; returns how many."""
         index = state.index
-        for path, st in walk_files(state.path, state.rules, self._walk_error, self.stop):
-            if not index.put(path, fingerprint(st.st_size, st.st_mtime_ns)):
-                self._index_full(state)
+
+        def candidates() -> Iterator[tuple[tuple[int, int, int, str], str]]:
+            for path, st in walk_files(state.path, state.rules, self._walk_error, self.stop):
+                if not index.put(path, fingerprint(st.st_size, st.st_mtime_ns)):
+                    self._index_full(state)
+                    return
+                if initial and _candidate(path, st, self.max_bytes, self.log_patterns):
+                    yield initial_rank(index.key(path), st.st_mtime_ns), path
+
+        limit = max(0, min(initial, self.pending.capacity // 2 - len(self.pending)))
+        if limit:
+            chosen = heapq.nsmallest(limit, candidates())
+        else:
+            chosen = []
+            deque(candidates(), maxlen=0)  # the walk still fills the index
+        queued = 0
+        for _, path in chosen:
+            index.pop(path)
+            if not self._queue(state, path, now, "initial"):
                 break
+            queued += 1
+        self.initial_total += queued
+        return queued
 
     def reconcile(self, state: RootState, now: float, origin: str = "reconcile") -> int:
         """Walk the root and queue every difference from the index; returns how many."""
@@ -286,6 +349,10 @@ class ChangeProcessor:
         }
         if snap.reason is not None:
             metadata["reason"] = snap.reason
+        if kind == "log_appended":
+            metadata["offset"] = snap.offset
+            if snap.restarted:
+                metadata["restarted"] = True
         if snap.decode_errors:
             metadata["decode_errors"] = True
         if old_path is not None:
@@ -353,3 +420,8 @@ class ChangeProcessor:
                     path=display_path(state.path),
                 )
             )
+
+
+def _candidate(path: str, st: os.stat_result, max_bytes: int, logs: Sequence[str]) -> bool:
+    name = os.path.basename(path)
+    return initial_candidate(name, st.st_size, max_bytes, logs) and not is_secret_path(path)

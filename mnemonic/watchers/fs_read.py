@@ -35,6 +35,8 @@ class FileSnapshot:
     reason: str | None = None
     decode_errors: bool = False
     error: str | None = None
+    offset: int = 0  # where ``text`` starts in the file (a log tail)
+    restarted: bool = False  # a log tail read from 0: the file shrank (truncated, rotated)
 
 
 _OPEN_FLAGS = (
@@ -128,3 +130,56 @@ def _failure(exc: OSError) -> FileSnapshot:
     if exc.errno in _MISSING_ERRNOS:
         return FileSnapshot("missing")
     return FileSnapshot("unreadable", error=f"{exc.strerror or type(exc).__name__}")
+
+
+def read_tail(path: str, known_size: int | None, max_bytes: int, *, secret: bool) -> FileSnapshot:
+    """What was appended to a log file since it was ``known_size`` bytes long (None: never
+    read), at most its last ``max_bytes`` bytes, starting at a line when cut. A file now
+    shorter than ``known_size`` was truncated or rotated: it is read from the start again.
+    The same safety rules as :func:`read_snapshot` apply (no links, FIFOs or secrets)."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return _failure(exc)
+    early = _classify_mode(st.st_mode)
+    if early is not None:
+        return FileSnapshot(early, size=st.st_size, mtime_ns=st.st_mtime_ns)
+    if secret:
+        return _meta(st, "secret")
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return FileSnapshot("symlink")
+        return _failure(exc)
+    try:
+        st = os.fstat(fd)
+        swapped = _classify_mode(st.st_mode)
+        if swapped is not None:
+            return FileSnapshot(swapped, size=st.st_size, mtime_ns=st.st_mtime_ns)
+        size = st.st_size
+        restarted = known_size is not None and known_size > size
+        start = known_size if known_size is not None and not restarted else 0
+        cut = size - start > max_bytes
+        if cut:
+            start = size - max_bytes
+        os.lseek(fd, start, os.SEEK_SET)
+        data = _read_at_most(fd, size - start)
+    except OSError as exc:
+        return _failure(exc)
+    finally:
+        os.close(fd)
+    if cut and (newline := data.find(b"\n")) >= 0:  # begin at a whole line
+        data, start = data[newline + 1 :], start + newline + 1
+    snap = _decode(st, data)
+    if snap.text is None:
+        return snap
+    return FileSnapshot(
+        "ok",
+        size=st.st_size,
+        mtime_ns=st.st_mtime_ns,
+        text=snap.text,
+        decode_errors=snap.decode_errors,
+        offset=start,
+        restarted=restarted,
+    )

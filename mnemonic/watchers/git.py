@@ -23,22 +23,36 @@ index changed), and under a CPU budget shared by all repositories, so a hundred 
 cost a bounded fraction of a core. An event is emitted only when the set of changed paths
 differs from the last one reported, at most once per ``worktree_min_gap_s`` per repository.
 
-The first look at a repository only records where it stands: history from before watching
-began is not news (a repository created after the watcher started is replayed from its
-first reflog entry). Without a ``git`` binary the watcher reports ``disabled`` and returns.
+What was seen is kept across restarts (``git_state``: per repository HEAD, every local
+branch's tip and the reflog position, saved after each change). The first look after a
+start resumes from there, so commits made while the daemon was down are told like any
+others (bounded the same way, marked ``detected_by: catch_up``). A repository with no saved
+state is new to the watcher: one created after the watcher last looked is replayed from its
+first reflog entry; any other contributes at most ``initial_commits`` commits of its
+current branch from the last ``initial_max_age_days`` (``detected_by: first_sight``), never
+its whole history.
+
+New repositories are found three ways: the full search every ``rediscover_interval_s``;
+a round-robin ``stat`` of the folders that search listed (``FolderWatch``,
+``new_repo_checks_per_poll`` a poll), which notices a folder gaining ``.git`` within
+seconds; and hints from the
+filesystem watcher (``hint``, called on its thread when a ``.git`` appears under one of
+its roots), which the composition root connects. Without a ``git`` binary the watcher
+reports ``disabled`` and returns.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import shutil
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from mnemonic.config import GitConfig
@@ -47,9 +61,12 @@ from mnemonic.runtime.clock import Clock, SystemClock
 from mnemonic.watchers.base import Emit, WatcherHealth
 from mnemonic.watchers.git_discovery import (
     DiscoveryLimits,
+    Folder,
+    FolderWatch,
     RepoLocation,
     expand_roots,
     find_worktrees,
+    hinted_worktree,
     locate,
 )
 from mnemonic.watchers.git_events import EventBuilder
@@ -59,17 +76,21 @@ from mnemonic.watchers.git_reader import (
     GitRunner,
     Head,
     ReflogPosition,
+    branch_tips,
     git_version,
     read_head,
     read_reflog,
+    recent_commits,
     reflog_end,
     status_summary,
 )
+from mnemonic.watchers.git_state import RepoState, SavedStates, load_states, save_states
 
 log = logging.getLogger(__name__)
 
 WATCHER = "git"
 _EMITTED_MEMORY = 4096  # commit hashes remembered per repository to emit each once
+_MAX_HINTS = 256  # folders other watchers told of, waiting for the next poll
 
 
 _Stat = tuple[int, int, int] | None
@@ -99,6 +120,14 @@ class _Repo:
     last_worktree_event: float | None = None
     failing: bool = False
     more: bool = False  # the reflog has more than one poll's worth of new entries
+    tips: dict[str, str] = field(default_factory=dict)  # local branch -> sha, as last seen
+    origin: str | None = None  # detected_by of the first look: catch_up | first_sight
+    initial: bool = False  # no saved state and not replayed: import a few recent commits
+
+    def saved(self) -> RepoState | None:
+        if self.head is None:
+            return None
+        return RepoState(self.head, self.reflog, dict(self.tips))
 
     @property
     def locked(self) -> bool:
@@ -132,9 +161,17 @@ class GitWatcher:
 
     name = WATCHER
 
-    def __init__(self, config: GitConfig, *, clock: Clock | None = None) -> None:
+    def __init__(
+        self, config: GitConfig, *, clock: Clock | None = None, state_path: Path | None = None
+    ) -> None:
         self._config = config
         self._clock = clock or SystemClock()
+        self._state_path = state_path
+        self._saved = SavedStates({}, None)
+        self._dirty = False
+        self._hints: deque[Path] = deque(maxlen=_MAX_HINTS)
+        self._limits = DiscoveryLimits(config.max_depth, max_repos=config.max_repos)
+        self._folder_watch = FolderWatch(self._limits, frozenset(config.ignore_dirs))
         self._repos: dict[Path, _Repo] = {}
         self._runner: GitRunner | None = None
         self._events: EventBuilder | None = None
@@ -142,7 +179,15 @@ class GitWatcher:
         self._discovered_at: datetime | None = None
         self._next_status = 0.0
         self._health = WatcherHealth()
-        self._counts = {"polls": 0, "deferred": 0, "status_runs": 0, "errors": 0}
+        self._counts = {
+            "polls": 0,
+            "deferred": 0,
+            "status_runs": 0,
+            "errors": 0,
+            "caught_up": 0,
+            "found_between_searches": 0,
+            "hints": 0,
+        }
         self._status_seconds = 0.0
         self._truncated = False
 
@@ -150,6 +195,7 @@ class GitWatcher:
         self._health.detail = {
             **self._counts,
             "repositories": len(self._repos),
+            "folders_watched": len(self._folder_watch),
             "discovery_truncated": self._truncated,
             "status_seconds": round(self._status_seconds, 3),
             "git": self._runner.binary if self._runner else None,
@@ -193,6 +239,8 @@ class GitWatcher:
             return False
         self._runner = GitRunner(binary, self._config.command_timeout_s)
         self._events = EventBuilder(self._runner, self._config)
+        if self._state_path is not None and self._discovered_at is None:
+            self._saved = await asyncio.to_thread(load_states, self._state_path)
         await self.discover()
         self._health.state = "running"
         log.info("git watcher: %s, %d repositories", version, len(self._repos))
@@ -206,15 +254,17 @@ class GitWatcher:
 
     async def discover(self) -> None:
         """Search the roots again; new repositories are added, vanished ones dropped."""
-        found = await asyncio.to_thread(self._find)
+        found, folders = await asyncio.to_thread(self._find)
         first = self._discovered_at is None
         previous = self._discovered_at
         self._discovered_at = datetime.now(UTC)
+        self._folder_watch.reset(folders)
         for loc in found:
             if loc.worktree not in self._repos:
-                self._repos[loc.worktree] = _Repo(loc, replay_after=None if first else previous)
+                self._repos[loc.worktree] = self._new_repo(loc, first, previous)
         for path in [p for p in self._repos if p not in {loc.worktree for loc in found}]:
             del self._repos[path]
+            self._dirty = True
         if self._repos:
             self._health.message = None
         else:
@@ -223,16 +273,74 @@ class GitWatcher:
             )
         self._next_discovery = self._clock.now() + self._config.rediscover_interval_s
 
-    def _find(self) -> list[RepoLocation]:
+    def _new_repo(self, loc: RepoLocation, first: bool, previous: datetime | None) -> _Repo:
+        """How to take the first look at a repository: resume from its saved state, replay
+        it (created since the watcher last looked), or import a few recent commits."""
+        if not first:
+            return _Repo(loc, replay_after=previous, initial=True)
+        saved = self._saved.repos.get(str(loc.worktree))
+        if saved is not None:
+            return _Repo(
+                loc,
+                head=saved.head,
+                reflog=saved.reflog,
+                tips=dict(saved.branches),
+                origin="catch_up",
+            )
+        # the state file exists but does not know it: new since the last run, replay it
+        # if its reflog began after that (else it is old, newly under a root: first sight)
+        return _Repo(loc, replay_after=self._saved.saved_at, initial=True)
+
+    def _find(self) -> tuple[list[RepoLocation], dict[Path, Folder]]:
         cfg = self._config
-        limits = DiscoveryLimits(cfg.max_depth, max_repos=cfg.max_repos)
+        listed: dict[Path, Folder] = {}
         folders, self._truncated = find_worktrees(
-            expand_roots(cfg.roots), limits, frozenset(cfg.ignore_dirs)
+            expand_roots(cfg.roots), self._limits, frozenset(cfg.ignore_dirs), folders=listed
         )
         if self._truncated:
             log.warning("git discovery stopped at a limit; lower git.max_depth or narrow roots")
+        return self._locate(folders), listed
+
+    @staticmethod
+    def _locate(folders: list[Path]) -> list[RepoLocation]:
         located = (locate(folder) for folder in folders)
         return list({loc.worktree: loc for loc in located if loc is not None}.values())
+
+    def hint(self, folder: str) -> None:
+        """Another watcher saw a ``.git`` appear in ``folder``: look there at the next poll.
+        Safe to call from any thread (a bounded deque append)."""
+        self._hints.append(Path(folder))
+
+    async def _find_new(self) -> None:
+        """Repositories that appeared since the last full search: hinted folders and
+        folders whose mtime changed (``new_repo_checks_per_poll`` ``stat`` calls per poll)."""
+        hints = [self._hints.popleft() for _ in range(len(self._hints))]
+        budget = self._config.new_repo_checks_per_poll
+        if not hints and not budget:
+            return
+        self._counts["hints"] += len(hints)
+        found = await asyncio.to_thread(self._find_new_blocking, hints, budget)
+        for loc in found:
+            if loc.worktree not in self._repos and len(self._repos) < self._config.max_repos:
+                log.info("git watcher: new repository %s", loc.worktree)
+                self._counts["found_between_searches"] += 1
+                self._repos[loc.worktree] = _Repo(
+                    loc, replay_after=self._discovered_at, initial=True
+                )
+                self._health.message = None
+
+    def _find_new_blocking(self, hints: list[Path], budget: int) -> list[RepoLocation]:
+        roots = expand_roots(self._config.roots)
+        ignore = frozenset(self._config.ignore_dirs)
+        candidates = self._folder_watch.check(budget) if budget else []
+        for folder in hints:
+            resolved = folder.resolve()
+            if resolved not in self._repos and hinted_worktree(
+                resolved, roots, self._limits, ignore
+            ):
+                candidates.append(resolved)
+        fresh = [f for f in dict.fromkeys(candidates) if f.resolve() not in self._repos]
+        return self._locate(fresh) if fresh else []
 
     # --- one poll ------------------------------------------------------------------------------
 
@@ -242,6 +350,8 @@ class GitWatcher:
             raise RuntimeError("GitWatcher.start() must succeed before poll_once()")
         if self._clock.now() >= self._next_discovery:
             await self.discover()
+        else:
+            await self._find_new()
         self._counts["polls"] += 1
         changed = await asyncio.to_thread(self._changed_repos)
         for repo in changed:
@@ -251,6 +361,27 @@ class GitWatcher:
             if candidate is not None:
                 events = await asyncio.to_thread(self._guarded, self._status, candidate)
                 self._emit_all(emit, events)
+        if self._dirty:
+            await self._save()
+
+    async def _save(self) -> None:
+        """Write the state file (a few hundred bytes per repository) on a worker thread;
+        a stop during the write waits for it, so what was emitted is not told again."""
+        self._dirty = False
+        if self._state_path is None:
+            return
+        states = {str(p): s for p, r in self._repos.items() if (s := r.saved()) is not None}
+        save = asyncio.ensure_future(
+            asyncio.to_thread(save_states, self._state_path, states, datetime.now(UTC))
+        )
+        try:
+            await asyncio.shield(save)
+        except asyncio.CancelledError:
+            await save
+            raise
+        except OSError as exc:
+            self._health.warnings += 1
+            log.warning("git watcher cannot save its state %s: %s", self._state_path, exc)
 
     def _emit_all(self, emit: Emit, events: list[WatcherEvent]) -> None:
         for event in events:
@@ -303,14 +434,39 @@ class GitWatcher:
                 if previous is None
                 else self._next_entries(repo, previous, head)
             )
+            recent = self._initial_commits(repo, head) if previous is None else []
+            tips = branch_tips(self._runner, repo.loc)
         except (GitFailed, OSError):
             repo.signature = signature  # try again when the repository changes, not every poll
             raise
-        repo.head = head
+        repo.head, repo.tips = head, tips
         repo.signature = None if repo.more else signature
-        if not entries:
+        self._dirty = True
+        origin, repo.origin = repo.origin, None
+        if origin == "catch_up":
+            self._counts["caught_up"] += 1
+        if recent:
+            events = self._events.commits(repo.loc, recent, head.branch, repo.remember)
+            origin = "first_sight"
+        elif entries:
+            events = self._events.for_entries(repo.loc, entries, head, repo.remember)
+        else:
             return []
-        return self._events.for_entries(repo.loc, entries, head, repo.remember)
+        if origin is None:
+            return events
+        return [
+            dataclasses.replace(e, metadata={**e.metadata, "detected_by": origin}) for e in events
+        ]
+
+    def _initial_commits(self, repo: _Repo, head: Head) -> list[str]:
+        """A repository first seen (no saved state, not replayed): its latest few commits."""
+        initial, repo.initial = repo.initial, False
+        cfg = self._config
+        if not initial or head.sha is None or not cfg.initial_commits:
+            return []
+        assert self._runner is not None
+        since = datetime.now(UTC) - timedelta(days=cfg.initial_max_age_days)
+        return recent_commits(self._runner, repo.loc, head.sha, cfg.initial_commits, since)
 
     def _first_entries(self, repo: _Repo) -> list[ReflogEntry]:
         """Nothing (only where the repository stands), unless it was found after start and
@@ -320,6 +476,7 @@ class GitWatcher:
             read = read_reflog(repo.loc, None, self._config.max_reflog_bytes)
             if read.position is not None and read.entries and _newer(read.entries[0], since):
                 self._advance(repo, read.position)
+                repo.initial = False
                 return read.entries
         self._advance(repo, reflog_end(repo.loc))
         return []
@@ -328,10 +485,10 @@ class GitWatcher:
         read = read_reflog(repo.loc, repo.reflog, self._config.max_reflog_bytes)
         if read.rewritten:  # expired or replaced: its entries are old, compare heads
             self._advance(repo, reflog_end(repo.loc))
-            return _synthesised(previous, head)
+            return _synthesised(previous, head, repo.tips)
         self._advance(repo, read.position)
         if read.position is None:  # no reflog kept
-            return _synthesised(previous, head)
+            return _synthesised(previous, head, repo.tips)
         return read.entries
 
     def _advance(self, repo: _Repo, position: ReflogPosition | None) -> None:
@@ -386,14 +543,23 @@ def _newer(entry: ReflogEntry, since: datetime | None) -> bool:
     return since is None or (entry.at is not None and entry.at >= since.replace(microsecond=0))
 
 
-def _synthesised(old: Head | None, new: Head) -> list[ReflogEntry]:
+def _synthesised(
+    old: Head | None, new: Head, tips: dict[str, str] | None = None
+) -> list[ReflogEntry]:
     """Reflog-like entries from two HEAD readings, for repositories without a reflog (or
-    whose reflog was just expired)."""
+    whose reflog was expired, for instance while the daemon was down). After a switch,
+    the commits made on the new branch since its last seen tip (``tips``) come too."""
     if old is None or new.sha is None:
         return []
     if old.branch != new.branch:
         src, dst = old.branch or old.sha or "", new.branch or new.sha
-        return [ReflogEntry(old.sha, new.sha, None, f"checkout: moving from {src} to {dst}")]
+        known = (tips or {}).get(new.branch) if new.branch else None
+        switch = ReflogEntry(
+            old.sha, known or new.sha, None, f"checkout: moving from {src} to {dst}"
+        )
+        if known is None or known == new.sha:
+            return [switch]
+        return [switch, ReflogEntry(known, new.sha, None, "update")]
     if old.sha != new.sha:
         return [ReflogEntry(old.sha, new.sha, None, "update")]
     return []

@@ -44,6 +44,15 @@ class RepoLocation:
 
 
 @dataclass(frozen=True, slots=True)
+class Folder:
+    """A folder discovery listed: its mtime then (an entry added or removed changes it)
+    and its depth below the root."""
+
+    mtime_ns: int
+    depth: int
+
+
+@dataclass(frozen=True, slots=True)
 class DiscoveryLimits:
     max_depth: int = 3
     max_dirs: int = 20_000
@@ -52,23 +61,32 @@ class DiscoveryLimits:
 
 
 def find_worktrees(
-    roots: Iterable[Path], limits: DiscoveryLimits, ignore: frozenset[str] = frozenset()
+    roots: Iterable[Path],
+    limits: DiscoveryLimits,
+    ignore: frozenset[str] = frozenset(),
+    *,
+    folders: dict[Path, Folder] | None = None,
+    start_depth: int = 0,
 ) -> tuple[list[Path], bool]:
-    """Folders holding a ``.git`` entry under ``roots`` (each root at depth 0), breadth
-    first; and whether a limit cut the walk short."""
+    """Folders holding a ``.git`` entry under ``roots`` (each root at ``start_depth``),
+    breadth first; and whether a limit cut the walk short. ``folders`` (when given)
+    receives every folder listed, with its mtime and depth, for :class:`FolderWatch`."""
     skip = IGNORED_DIR_NAMES | ignore
     found: list[Path] = []
     seen: set[tuple[int, int]] = set()
-    queue: deque[tuple[Path, int]] = deque((root, 0) for root in roots)
+    queue: deque[tuple[Path, int]] = deque((root, start_depth) for root in roots)
     visited = 0
     while queue:
         folder, depth = queue.popleft()
         if visited >= limits.max_dirs or len(found) >= limits.max_repos:
             return found, True
         visited += 1
-        entries = _scan(folder, seen)
-        if entries is None:
+        listed = _scan(folder, seen)
+        if listed is None:
             continue
+        entries, mtime = listed
+        if folders is not None and len(folders) < limits.max_dirs:
+            folders[folder] = Folder(mtime, depth)
         if ".git" in entries:
             found.append(folder)
         if depth >= limits.max_depth:
@@ -80,10 +98,10 @@ def find_worktrees(
     return found, False
 
 
-def _scan(folder: Path, seen: set[tuple[int, int]]) -> dict[str, bool] | None:
-    """Entry names of ``folder`` -> is a real (not symlinked) folder; None when unreadable
-    or already visited (the same folder reached twice through a bind mount or a root that
-    contains another root)."""
+def _scan(folder: Path, seen: set[tuple[int, int]]) -> tuple[dict[str, bool], int] | None:
+    """Entry names of ``folder`` -> is a real (not symlinked) folder, and the folder's
+    mtime; None when unreadable or already visited (the same folder reached twice through
+    a bind mount or a root that contains another root)."""
     try:
         st = folder.stat()
         key = (st.st_dev, st.st_ino)
@@ -91,7 +109,7 @@ def _scan(folder: Path, seen: set[tuple[int, int]]) -> dict[str, bool] | None:
             return None
         seen.add(key)
         with os.scandir(folder) as it:
-            return {e.name: _is_real_dir(e) for e in it}
+            return {e.name: _is_real_dir(e) for e in it}, st.st_mtime_ns
     except OSError as exc:
         log.debug("git discovery skipped %s: %s", folder, exc.strerror or exc)
         return None
@@ -102,6 +120,112 @@ def _is_real_dir(entry: os.DirEntry[str]) -> bool:
         return entry.is_dir(follow_symlinks=False)
     except OSError:
         return False
+
+
+class FolderWatch:
+    """New repositories between two full searches, for a few ``stat`` calls per poll.
+
+    Discovery records every folder it listed, with its mtime. Adding or removing an entry
+    changes a folder's mtime, so ``git init`` or ``git clone`` shows as a changed mtime of
+    the folder that now holds ``.git`` (or of its parent, for a new folder). Each poll
+    stats the next ``budget`` folders, round robin; a changed one is listed again: a
+    ``.git`` in it is a repository, and a subfolder not seen before is searched to the
+    remaining depth, as discovery would have. A home folder searched three levels deep is
+    typically a few thousand folders, so a new repository is found within seconds, at a
+    cost of one ``stat`` per folder looked at (measured 2-8 microseconds on a busy 2-core
+    machine: the default 500 per 2 s poll is 0.1-0.2% of a core); the full search every
+    ``rediscover_interval_s`` stays as the backstop (and rebuilds this table).
+    """
+
+    def __init__(self, limits: DiscoveryLimits, ignore: frozenset[str] = frozenset()) -> None:
+        self._limits = limits
+        self._ignore = ignore
+        self._skip = IGNORED_DIR_NAMES | ignore
+        self._folders: dict[Path, Folder] = {}
+        self._order: list[Path] = []
+        self._cursor = 0
+
+    def __len__(self) -> int:
+        return len(self._folders)
+
+    def reset(self, folders: dict[Path, Folder]) -> None:
+        self._folders = dict(folders)
+        self._order = list(folders)
+        self._cursor = 0
+
+    def check(self, budget: int) -> list[Path]:
+        """Look at the next ``budget`` folders; the folders now holding ``.git``."""
+        found: list[Path] = []
+        for _ in range(min(budget, len(self._order))):
+            if self._cursor >= len(self._order):
+                self._cursor = 0
+            folder = self._order[self._cursor]
+            self._cursor += 1
+            found.extend(self._look(folder))
+        if len(self._order) > 2 * len(self._folders) + 64:  # forget vanished folders
+            self._order = [f for f in self._order if f in self._folders]
+            self._cursor = 0
+        return found
+
+    def _look(self, folder: Path) -> list[Path]:
+        known = self._folders.get(folder)
+        if known is None:
+            return []
+        try:
+            mtime = os.stat(folder).st_mtime_ns  # os.stat: a third cheaper than Path.stat
+        except OSError:
+            del self._folders[folder]
+            return []
+        if mtime == known.mtime_ns:
+            return []
+        listed = _scan(folder, set())
+        if listed is None:
+            return []
+        entries, mtime = listed
+        self._folders[folder] = Folder(mtime, known.depth)
+        found = [folder] if ".git" in entries else []
+        if known.depth >= self._limits.max_depth:
+            return found
+        new = [
+            folder / name
+            for name, is_dir in sorted(entries.items())
+            if is_dir
+            and name not in self._skip
+            and not (self._limits.skip_hidden and name.startswith("."))
+            and folder / name not in self._folders
+        ]
+        if new:
+            added: dict[Path, Folder] = {}
+            more, _ = find_worktrees(
+                new, self._limits, self._ignore, folders=added, start_depth=known.depth + 1
+            )
+            found.extend(more)
+            for path, info in added.items():
+                if len(self._folders) >= self._limits.max_dirs:
+                    break
+                if path not in self._folders:
+                    self._folders[path] = info
+                    self._order.append(path)
+        return found
+
+
+def hinted_worktree(
+    folder: Path, roots: Iterable[Path], limits: DiscoveryLimits, ignore: frozenset[str]
+) -> bool:
+    """Whether ``folder`` (told of by another watcher) is where discovery would look: under
+    a root, within ``max_depth``, through no hidden or ignored folder."""
+    skip = IGNORED_DIR_NAMES | ignore
+    for root in roots:
+        try:
+            parts = folder.relative_to(root).parts
+        except ValueError:
+            continue
+        if len(parts) > limits.max_depth:
+            continue
+        if any(p in skip or (limits.skip_hidden and p.startswith(".")) for p in parts):
+            continue
+        return True
+    return False
 
 
 def locate(worktree: Path) -> RepoLocation | None:

@@ -101,6 +101,16 @@ class EventBuilder:
                 events.extend(self._commit_or_nothing(loc, step.sha, step.branch))
         return events
 
+    def commits(
+        self, loc: RepoLocation, shas: Sequence[str], branch: str | None, remember: Remember
+    ) -> list[WatcherEvent]:
+        """One event per commit of ``shas`` (already bounded by the caller), in order."""
+        events: list[WatcherEvent] = []
+        for sha in shas:
+            if remember(sha):
+                events.extend(self._commit_or_nothing(loc, sha, branch))
+        return events
+
     def _commit_or_nothing(
         self, loc: RepoLocation, sha: str, branch: str | None
     ) -> list[WatcherEvent]:

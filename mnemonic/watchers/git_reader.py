@@ -225,6 +225,30 @@ def new_commits(
     return shas[::-1], total
 
 
+def branch_tips(runner: GitRunner, loc: RepoLocation) -> dict[str, str]:
+    """Every local branch and the commit it points at (one ``for-each-ref``)."""
+    _, out = runner.text(loc, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads")
+    tips: dict[str, str] = {}
+    for line in out.splitlines():
+        sha, _, ref = line.partition(" ")
+        if ref.startswith("refs/heads/") and sha:
+            tips[ref.removeprefix("refs/heads/")] = sha
+    return tips
+
+
+def recent_commits(
+    runner: GitRunner, loc: RepoLocation, head: str, limit: int, since: datetime
+) -> list[str]:
+    """At most ``limit`` newest commits reachable from ``head`` committed after ``since``,
+    oldest first (the first look at a repository: what was being done lately)."""
+    if limit <= 0:
+        return []
+    _, out = runner.text(
+        loc, "rev-list", f"--max-count={limit}", f"--since={int(since.timestamp())}", head
+    )
+    return out.split()[::-1]
+
+
 def commit_info(runner: GitRunner, loc: RepoLocation, sha: str) -> CommitInfo:
     fmt = "%H%x00%P%x00%an%x00%aI%x00%cI%x00%B"
     _, out = runner.text(loc, "show", "-s", "--no-color", f"--format={fmt}", sha)

@@ -17,17 +17,22 @@ Formats, as the shells write them (checked against bash 5.2, zsh 5.9 and fish 3.
 - **fish**: ``- cmd: <command>`` then indented ``when: <epoch>`` and ``paths:`` with
   ``- <path>`` items; backslash and newline in values are escaped as ``\\\\`` and ``\\n``.
   The paths are arguments that named existing files, not the working directory.
+- **hook**: the file ``mnemonic shell-hook`` makes a shell write, one JSON object a line:
+  ``{"v":1,"shell":"bash","t":<epoch>,"status":<exit>,"cwd":"...","cmd":"..."}``. It is
+  the only format with the working folder and the exit status. A line that is not such an
+  object is skipped (a torn last line waits for its newline).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-Shell = Literal["bash", "zsh", "fish"]
+Shell = Literal["bash", "zsh", "fish", "hook"]
 
 # zsh's Meta byte (zsh.h): bytes that are zsh tokens (0x83 Meta .. 0xa2 Marker) and NUL are
 # stored as Meta followed by the byte XOR 0x20.
@@ -47,6 +52,9 @@ class HistoryEntry:
     timestamp: int | None = None
     duration_s: int | None = None
     paths: tuple[str, ...] = ()
+    cwd: str | None = None  # hook entries only
+    exit_status: int | None = None  # hook entries only
+    shell: str | None = None  # hook entries: the shell that wrote the line
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,6 +295,39 @@ def parse_fish(data: bytes, *, at_eof: bool = True) -> ParseResult:
     return ParseResult(entries, groups[-1][1] if groups else orphans_end)
 
 
+# --- the shell hook's JSON lines -----------------------------------------------------------------
+
+
+def _hook_entry(line: bytes) -> HistoryEntry | None:
+    try:
+        item = json.loads(line.decode("utf-8", errors="replace"), strict=False)
+    except ValueError:
+        return None
+    if not isinstance(item, dict) or not isinstance(item.get("cmd"), str):
+        return None
+    t, status, cwd, shell = item.get("t"), item.get("status"), item.get("cwd"), item.get("shell")
+    return HistoryEntry(
+        item["cmd"],
+        t if isinstance(t, int) and not isinstance(t, bool) and t > 0 else None,
+        cwd=cwd if isinstance(cwd, str) and cwd else None,
+        exit_status=status if isinstance(status, int) and not isinstance(status, bool) else None,
+        shell=shell if isinstance(shell, str) else None,
+    )
+
+
+def parse_hook(data: bytes, *, at_eof: bool = True) -> ParseResult:
+    """Parse the hook's JSON lines; each complete line is one entry or nothing."""
+    del at_eof  # a line is complete at its newline
+    entries: list[HistoryEntry] = []
+    consumed = 0
+    for line, _start, end in _lines(data):
+        consumed = end
+        entry = _hook_entry(line)
+        if entry is not None and entry.command.strip():
+            entries.append(entry)
+    return ParseResult(entries, consumed)
+
+
 # --- format detection ---------------------------------------------------------------------------
 
 
@@ -297,6 +338,8 @@ def detect_shell(name: str, head: bytes) -> Shell:
     """Which shell wrote a history file: by its content when it shows, else by its name
     (``fish_history``, ``.zsh_history``/``.zhistory``/``.histfile``), else bash."""
     first = head.lstrip().split(b"\n", 1)[0]
+    if name.endswith(".jsonl") or first.startswith(b'{"v":'):
+        return "hook"
     if first.startswith(b"- cmd:"):
         return "fish"
     if _ZSH_EXTENDED_LINE.search(head):
@@ -316,6 +359,8 @@ def parse(shell: Shell, data: bytes, *, at_eof: bool, bash_multiline: bool) -> P
         return parse_zsh(data, at_eof=at_eof)
     if shell == "fish":
         return parse_fish(data, at_eof=at_eof)
+    if shell == "hook":
+        return parse_hook(data, at_eof=at_eof)
     return parse_bash(data, multiline=bash_multiline, at_eof=at_eof)
 
 

@@ -18,7 +18,13 @@ just doing, without turning years of history into thousands of memories at once.
 Commands from a leading space (``HISTCONTROL=ignorespace``), ``HISTIGNORE`` patterns and
 trivial commands become ``WatcherEventDropped`` events (counted, never with the text).
 bash and zsh do not record the working directory, and fish's ``paths`` are the arguments
-that named existing files, not the working directory, so ``cwd`` stays empty.
+that named existing files, not the working directory, so ``cwd`` stays empty for them.
+The opt-in shell hook (``mnemonic shell-hook bash|zsh|fish``) fills that gap: the shell
+appends one JSON line per command (text, folder, exit status, time) to
+``<data>/shell-hook.jsonl``, read here first each poll like any history file. Its events
+have ``cwd`` (so a project) and ``exit_status``; a failed command says so in its text
+(``(exit status 2: failed)``), which the filter's keywords score up. The same command from
+a history file is then not told twice (``history_dedupe``).
 """
 
 from __future__ import annotations
@@ -28,8 +34,9 @@ import hashlib
 import json
 import logging
 import os
+import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,12 +47,14 @@ from mnemonic.events.types import WatcherEvent, WatcherEventDropped
 from mnemonic.redact.paths import is_secret_path
 from mnemonic.runtime.clock import Clock, SystemClock
 from mnemonic.watchers.base import Emit, WatcherHealth
+from mnemonic.watchers.history_dedupe import HookDedupe
 from mnemonic.watchers.history_formats import (
     HistoryEntry,
     Shell,
     bash_has_timestamps,
     detect_shell,
     parse,
+    parse_hook,
     skip_reason,
     split_histignore,
 )
@@ -60,6 +69,8 @@ _RECENT_KEYS = 256  # entry keys kept per file to resume after a rewrite
 _ALIGN_KEYS = 3  # consecutive keys that must match to resume after a rewrite
 _HEAD_BYTES = 4096  # bytes read to recognise the format
 _INT_FIELDS = ("inode", "device", "offset", "size", "mtime_ns")
+_HOOK_PRIME_BYTES = 64 * 1024  # hook lines re-read at start to recognise duplicates
+_Held = tuple[HistoryEntry, Shell, str]  # a history entry waiting for the hook's record
 
 
 # --- per-file state and reading (runs on a worker thread) ---------------------------------
@@ -295,6 +306,8 @@ class ShellHistoryWatcher:
         clock: Clock | None = None,
         environ: Mapping[str, str] | None = None,
         home: Path | None = None,
+        hook_file: Path | None = None,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self._config = config
         self._state_file = Path(state_dir).expanduser() / STATE_FILE
@@ -302,7 +315,13 @@ class ShellHistoryWatcher:
         env = os.environ if environ is None else environ
         home_dir = Path.home() if home is None else home
         configured = [Path(p).expanduser() for p in config.files]
-        self._files = _unique(configured or default_history_files(env, home_dir))
+        self._hook = str(hook_file) if hook_file is not None else None
+        hook = [hook_file] if hook_file is not None else []  # first: its records win
+        self._files = _unique(hook + (configured or default_history_files(env, home_dir)))
+        self._wall = wall
+        self._dedupe: HookDedupe[_Held] = HookDedupe(
+            config.hook_dedupe_window_s, config.hook_hold_s
+        )
         spec = config.histignore
         if config.use_env_histignore and env.get("HISTIGNORE"):
             spec = f"{spec}:{env['HISTIGNORE']}" if spec else env["HISTIGNORE"]
@@ -322,6 +341,8 @@ class ShellHistoryWatcher:
         self._health.detail = {
             "polls": self._polls,
             "dropped": dict(self._dropped),
+            "hook_file": self._hook,
+            "waiting_for_hook": len(self._dedupe),
             "files": {
                 path: {
                     "status": tracked.status,
@@ -337,6 +358,9 @@ class ShellHistoryWatcher:
         self._health.state = "running"
         try:
             self._states = await asyncio.to_thread(load_states, self._state_file)
+            if self._hook is not None:
+                for entry in await asyncio.to_thread(_hook_tail, Path(self._hook)):
+                    self._dedupe.hooked(entry.command, entry.timestamp or self._wall())
             while True:
                 await self._poll(emit)
                 await self._clock.sleep(self._config.poll_interval_s)
@@ -350,6 +374,11 @@ class ShellHistoryWatcher:
             state = self._emit_file(emit, path, read)
             changed = changed or state != self._states.get(path)
             self._states[path] = state
+        duplicates, ready = self._dedupe.release(self._clock.now())
+        for _, _, path in duplicates:
+            self._drop(emit, path, "hook_duplicate")
+        for entry, shell, path in ready:
+            self._emit_command(emit, entry, shell, path)
         if changed:
             try:
                 await _save_shielded(self._state_file, dict(self._states))
@@ -401,12 +430,13 @@ class ShellHistoryWatcher:
             self._drop(emit, path, "too_large")
         for entry in read.entries:
             digest = command_digest(entry.command)
+            failed = entry.exit_status not in (None, 0)
             reason = skip_reason(
                 entry.command,
                 same_as_previous=digest == previous,
                 ignore_space=self._config.ignore_space,
                 histignore=self._histignore,
-                trivial=self._config.trivial_commands,
+                trivial=() if failed else self._config.trivial_commands,  # a failure tells
             )
             previous = digest
             if reason is None and len(entry.command.encode()) > self._config.max_command_bytes:
@@ -414,9 +444,28 @@ class ShellHistoryWatcher:
             if reason is not None:
                 self._drop(emit, path, reason)
                 continue
-            emit(_command_event(entry, read.state.shell, path))
-            self._health.events += 1
+            self._route(emit, entry, read.state.shell, path)
         return replace(read.state, previous=previous)
+
+    def _route(self, emit: Emit, entry: HistoryEntry, shell: Shell, path: str) -> None:
+        """Tell a command now, or drop it as the hook's duplicate, or let it wait for the
+        hook's record of it (see ``history_dedupe``)."""
+        when = float(entry.timestamp) if entry.timestamp else self._wall()
+        if path == self._hook:
+            self._dedupe.hooked(entry.command, when)
+        elif self._dedupe.duplicate(entry.command, when):
+            self._drop(emit, path, "hook_duplicate")
+            return
+        elif self._dedupe.in_use(self._wall()):
+            pushed = self._dedupe.hold((entry, shell, path), entry.command, when, self._clock.now())
+            if pushed is not None:
+                self._emit_command(emit, *pushed)
+            return
+        self._emit_command(emit, entry, shell, path)
+
+    def _emit_command(self, emit: Emit, entry: HistoryEntry, shell: Shell, path: str) -> None:
+        emit(_command_event(entry, shell, path))
+        self._health.events += 1
 
     def _drop(self, emit: Emit, path: str, reason: str) -> None:
         self._dropped[reason] += 1
@@ -454,18 +503,39 @@ async def _save_shielded(file: Path, states: dict[str, FileState]) -> None:
 
 
 def _command_event(entry: HistoryEntry, shell: Shell, path: str) -> WatcherEvent:
-    metadata: dict[str, Any] = {"shell": shell, "history_file": path}
+    metadata: dict[str, Any] = {"shell": entry.shell or shell, "history_file": path}
     if entry.duration_s is not None:
         metadata["duration_s"] = entry.duration_s
     if entry.paths:
         metadata["paths"] = list(entry.paths)
+    content = entry.command
+    if shell == "hook":
+        metadata["via"] = "shell_hook"
+    if entry.exit_status is not None:
+        metadata["exit_status"] = entry.exit_status
+        if entry.exit_status != 0:
+            outcome = "interrupted" if entry.exit_status == 130 else "failed"
+            content = f"{entry.command}\n(exit status {entry.exit_status}: {outcome})"
     return WatcherEvent(
         watcher=WATCHER,
         kind="command",
-        content=entry.command,
+        content=content,
+        cwd=entry.cwd,
         occurred_at=_when(entry.timestamp),
         metadata=metadata,
     )
+
+
+def _hook_tail(path: Path) -> list[HistoryEntry]:
+    """The hook's last lines (to recognise history-file duplicates after a restart)."""
+    try:
+        size = path.stat().st_size
+        data = _read_range(path, max(0, size - _HOOK_PRIME_BYTES), _HOOK_PRIME_BYTES)
+    except OSError:
+        return []
+    if size > _HOOK_PRIME_BYTES:
+        data = data[data.find(b"\n") + 1 :]
+    return parse_hook(data).entries
 
 
 def _when(timestamp: int | None) -> datetime | None:
