@@ -25,15 +25,16 @@ from __future__ import annotations
 
 import json
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
-import yaml
 from pydantic import BaseModel
 
 from mnemonic.config import Config
+from mnemonic.yaml_bounded import load_bounded
 
 ENV_PREFIX = "MNEMONIC_"
 NESTED = "__"
@@ -143,7 +144,7 @@ def file_layer(path: Path | None) -> Layer:
     model does, names inside a section exactly."""
     if path is None or not path.exists():
         return Layer("file", {})
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = load_bounded(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict):
         return Layer("file", {})
     return Layer("file", {str(k).lower(): _tag(v, str(path)) for k, v in data.items()})
@@ -319,3 +320,86 @@ def explain(
         file_layer(file),
     ]
     return attribute(cfg, layers, show_secrets=show_secrets)
+
+
+# --- explaining a configuration that does not validate ------------------------------------
+
+_VALUE_CHARS = 80
+
+
+def _locate(layers: list[Layer], loc: tuple[str | int, ...]) -> tuple[SourceKind, str] | None:
+    """The strongest layer holding ``loc`` (or the list/section value around it)."""
+    for layer in layers:
+        node: Any = layer.tree
+        for part in loc:
+            if isinstance(node, _Leaf):
+                break  # a list or a JSON value holds the rest of the location
+            if not isinstance(node, dict) or str(part) not in node:
+                node = None
+                break
+            node = node[str(part)]
+        while isinstance(node, dict) and node:  # a section: any leaf of it names the source
+            node = next(iter(node.values()))
+        if isinstance(node, _Leaf):
+            return layer.kind, node.origin
+    return None
+
+
+def _dotted(loc: tuple[str | int, ...]) -> str:
+    key = ""
+    for part in loc:
+        key += f"[{part}]" if isinstance(part, int) else (f".{part}" if key else str(part))
+    return key
+
+
+def _shown(value: Any, key: str) -> str:
+    if is_secret_key(key):
+        return str(mask(value))
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    text = repr(text) if isinstance(value, str) else text
+    return text if len(text) <= _VALUE_CHARS else text[: _VALUE_CHARS - 1] + "…"
+
+
+def _message(error: Mapping[str, Any]) -> str:
+    """pydantic's message without its internals (error type, input type, docs URL)."""
+    if error.get("type") == "extra_forbidden":
+        return "unknown setting (all keys: mnemonic config default)"
+    return str(error.get("msg", "invalid")).removeprefix("Value error, ")
+
+
+def config_errors(
+    errors: Sequence[Mapping[str, Any]],
+    *,
+    file: Path | None,
+    environ: Mapping[str, str],
+    flags: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """One line per validation error of ``load_config``: the key, the value given and the
+    source that gave it, then what is wrong, e.g. ``server.port = 70000 (file
+    /home/me/.config/mnemonic/config.yaml): Input should be less than or equal to 65535``.
+
+    ``errors`` is ``ValidationError.errors()`` of a load with the same sources; a source
+    that cannot even be read (broken JSON in a variable) is simply not attributed."""
+    import yaml
+
+    builders: list[Callable[[], Layer]] = [
+        partial(flag_layer, flags or {}),
+        partial(alias_layer, environ),
+        partial(env_layer, environ),
+        partial(file_layer, file),
+    ]
+    layers: list[Layer] = []
+    for build in builders:
+        try:
+            layers.append(build())
+        except (ValueError, TypeError, OSError, yaml.YAMLError):
+            continue
+    lines = []
+    for error in errors:
+        loc = tuple(error.get("loc") or ())
+        key = _dotted(loc) or "(configuration)"
+        found = _locate(layers, loc)
+        where = "default" if found is None else (f"{found[0]} {found[1]}".strip())
+        value = f" = {_shown(error['input'], key)}" if "input" in error and loc else ""
+        lines.append(f"{key}{value} ({where}): {_message(error)}")
+    return lines

@@ -18,7 +18,7 @@ from typing import IO, Any
 import httpx
 import pytest
 from support.cli import Run, cli
-from support.daemon_proc import TOKEN, DaemonProc, running
+from support.daemon_proc import TOKEN, DaemonProc, free_port, running
 
 
 def _env(daemon: DaemonProc) -> dict[str, str]:
@@ -192,8 +192,11 @@ def test_watch_streams_live_events_and_ctrl_c_exits_0(run: Run, daemon: dict[str
 
 
 @pytest.mark.slow
-def test_watch_exits_69_when_the_daemon_goes_away(run: Run, tmp_path: Path) -> None:
-    proc = DaemonProc(tmp_path / "home")
+def test_watch_reconnects_when_the_daemon_restarts(run: Run, tmp_path: Path) -> None:
+    """A stopped daemon closes the stream with 1012; the tail waits, reconnects to the
+    restarted daemon and goes on printing its events."""
+    home, port = tmp_path / "home", free_port()
+    proc = DaemonProc(home, port)
     try:
         proc.wait_ready()
         env = _env(proc)
@@ -203,9 +206,146 @@ def test_watch_exits_69_when_the_daemon_goes_away(run: Run, tmp_path: Path) -> N
             line = watch.out.wait_for(lambda text: "memory_encoded" in text)
             assert f"memory_id={memory_id}" in line
             proc.close()
-            assert watch.proc.wait(timeout=30) == 69
-            watch.err.wait_for(lambda text: "closed the event stream" in text)
+            watch.err.wait_for(lambda text: "closed the event stream (code 1012" in text)
+            assert watch.proc.poll() is None  # still waiting for the daemon
+            proc = DaemonProc(home, port)
+            proc.wait_ready()
+            watch.err.wait_for(lambda text: text.startswith("reconnected"), timeout=60)
+            again = _remember(run, env, "A memory after the restart reaches the tail.", "tail")
+            line = watch.out.wait_for(lambda text: "memory_encoded" in text)
+            assert f"memory_id={again}" in line
         finally:
             watch.close()
     finally:
         proc.close()
+
+
+# --- browsing commands -------------------------------------------------------------------
+
+
+def test_remember_from_the_cli_has_its_own_source(run: Run, daemon: dict[str, str]) -> None:
+    memory_id = _remember(run, daemon, "The CLI source label is cli, not terminal.", "src")
+    code, out, err = run(daemon, "show", memory_id, "--json")
+    assert code == 0, err
+    assert json.loads(out)["memory"]["source"] == "cli"
+    code, out, err = run(daemon, "list", "--source", "cli", "--project", "src", "--json")
+    assert code == 0, err
+    assert [m["id"] for m in json.loads(out)["items"]] == [memory_id]
+
+
+def test_recall_shows_each_results_id_source_date_and_project(
+    run: Run, daemon: dict[str, str]
+) -> None:
+    memory_id = _remember(run, daemon, "The nightly backup runs at 02:00 on host vault.", "rec")
+    code, out, err = run(daemon, "recall", "nightly backup host", "--project", "rec")
+    assert code == 0, err
+    head = out.splitlines()[0].split("  ")
+    assert head[1] == memory_id and head[2].startswith("cli/")
+    assert head[3][:4].isdigit()  # the local date
+    assert head[-1] == "rec"
+    assert "nightly backup" in out.splitlines()[1]
+    assert out.splitlines()[-1].startswith("query id: ")
+
+
+def test_list_show_projects_feedback_and_stats(run: Run, daemon: dict[str, str]) -> None:
+    first = _remember(run, daemon, "The payments service retries webhooks five times.", "brw")
+    second = _remember(run, daemon, "Webhook retries back off exponentially.", "brw")
+    code, out, err = run(daemon, "list", "--project", "brw")
+    assert code == 0, err
+    heads = [line.split("  ") for line in out.splitlines() if not line.startswith(" ")]
+    assert [h[0] for h in heads] == [second, first]  # newest first, whole ids
+    assert all(h[1].startswith("cli/") and h[-1] == "brw" for h in heads)
+
+    run(daemon, "amend", first, "The payments service retries webhooks six times.")
+    code, out, err = run(daemon, "show", first)
+    assert code == 0, err
+    assert f"id: {first}" in out and "project: brw" in out
+    assert "history (1 amendments):" in out
+    assert "was: The payments service retries webhooks five times." in out
+    code, out, _ = run(daemon, "show", first, "--json")
+    assert set(json.loads(out)) >= {"memory", "associations", "neighbours", "amendments"}
+    assert run(daemon, "show", "0190f2a0-0000-7000-8000-000000000000")[0] == 65
+
+    code, out, err = run(daemon, "projects", "--json")
+    assert code == 0, err
+    found = {p["name"]: p for p in json.loads(out)["items"]}
+    assert found["brw"]["memories"] == 2
+    code, out, _ = run(daemon, "projects")
+    assert any(line.split()[:2] == ["brw", "2"] for line in out.splitlines())
+
+    code, out, err = run(daemon, "recall", "webhook retries", "--project", "brw", "--json")
+    query_id = json.loads(out)["query_id"]
+    code, out, err = run(daemon, "feedback", query_id, "helpful", first, "--json")
+    assert code == 0, err
+    assert json.loads(out) == {"query_id": query_id, "updated": 1}
+    assert run(daemon, "feedback", query_id, "great")[0] == 64
+
+    code, out, err = run(daemon, "stats", "--json")
+    assert code == 0, err
+    assert json.loads(out)["memories"]["total"] >= 2
+    code, out, _ = run(daemon, "stats")
+    assert out.startswith("memories: ") and "by source: " in out and "cli " in out
+
+
+def test_exclusions_add_list_remove(run: Run, daemon: dict[str, str], tmp_path: Path) -> None:
+    path = str(tmp_path / "private")
+    code, out, err = run(daemon, "exclusions", "add", path, "--reason", "secrets")
+    assert (code, out) == (0, f"excluded: {path}\n"), err
+    code, out, err = run(daemon, "exclusions", "--json")
+    assert code == 0, err
+    assert path in [row["path"] for row in json.loads(out)["items"]]
+    code, out, _ = run(daemon, "exclusions")
+    assert any(line.startswith(path) and "secrets" in line for line in out.splitlines())
+    assert run(daemon, "exclusions", "remove", path) == (0, f"removed: {path}\n", "")
+    assert run(daemon, "exclusions", "remove", path)[0] == 65  # 404: not excluded
+    assert run(daemon, "exclusions", "add", "relative/path")[0] == 65  # 422
+
+
+# --- serving -----------------------------------------------------------------------------
+
+
+def test_a_second_serve_says_so_before_anything_that_looks_like_serving(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    with running(home) as first:
+        second = DaemonProc(home)  # another port: only the folder is shared
+        try:
+            assert second.wait(timeout=60) == 75
+            output = second.output()
+        finally:
+            second.close()
+        assert "another mnemonic daemon" in output and str(first.pid) in output
+        before = output.split("another mnemonic daemon", 1)[0].lower()
+        for word in ("serving", "starting on", "ready", "listening"):
+            assert word not in before, output
+        assert "serving" not in output.lower() and "ready on" not in output
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux")
+    or bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")),
+    reason="needs a Linux machine without a display",
+)
+def test_clipboard_without_a_clipboard_is_disabled_with_its_reason_in_status(
+    run: Run, tmp_path: Path
+) -> None:
+    with running(tmp_path / "home", env={"MNEMONIC_CLIPBOARD__ENABLED": "true"}) as proc:
+        env = _env(proc)
+        deadline = time.monotonic() + 30
+        while True:
+            code, out, err = run(env, "status", "--json")
+            assert code == 0, err
+            clipboard = json.loads(out)["watchers"].get("clipboard") or {}
+            if clipboard.get("state") == "disabled" or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert clipboard["state"] == "disabled", out
+        message = clipboard["message"]
+        assert "xclip" in message and "http" not in message and "\n" not in message
+        health = json.loads(out)
+        agent = next(a for a in health["agents"] if a["name"] == "watcher:clipboard")
+        assert agent["detail"]["state"] == "disabled"  # /api/v1/health itself
+        code, out, _ = run(env, "status")
+        assert "watcher:clipboard disabled" in out
+        assert f"clipboard watcher disabled: {message}" in out

@@ -3,22 +3,35 @@ event formatting."""
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Any
 
 import pytest
+from support.daemon_proc import free_port
 
+from mnemonic.cli.browse import exclusion_lines, projects_lines, show_lines, stats_lines
 from mnemonic.cli.client import ApiError, ws_url
 from mnemonic.cli.exits import exit_for_status
+from mnemonic.cli.memories import recall_lines, title
 from mnemonic.cli.runtime import daemon_url, merge_overrides, parse_assignments
-from mnemonic.cli.status import format_duration, last_error, memory_counts, status_lines
+from mnemonic.cli.status import (
+    format_duration,
+    last_error,
+    memory_counts,
+    status_lines,
+    watchers,
+)
 from mnemonic.cli.watch import (
+    backoff,
     close_exit,
     complete_types,
     format_event,
     parse_types,
+    reconnect,
     short_value,
     unknown_types,
 )
+from mnemonic.watchers.clipboard import disabled_reason
 
 
 @pytest.mark.parametrize(
@@ -266,3 +279,155 @@ def test_format_event_tolerates_odd_messages() -> None:
 )
 def test_short_value(value: Any, text: str) -> None:
     assert short_value(value) == text
+
+
+# --- recall, list, show, projects, exclusions, stats -----------------------------------
+
+MEMORY_ID = "0190f2a0-1234-7000-8000-00000000abcd"
+FILE_MEMORY: dict[str, Any] = {
+    "id": MEMORY_ID,
+    "type": "general",
+    "source": "filesystem",
+    "project": "shop",
+    "state": "active",
+    "timestamp": "2026-03-14T15:09:26+00:00",
+    "summary": "import os",
+    "content": "import os\nprint('checkout')",
+    "metadata": {"path": "/home/me/shop/checkout.py", "watcher": "filesystem"},
+}
+
+
+@pytest.mark.parametrize(
+    ("memory", "text"),
+    [
+        (FILE_MEMORY, "/home/me/shop/checkout.py"),
+        ({**FILE_MEMORY, "source": "cli"}, "import os"),  # a path in other metadata: no title
+        ({**FILE_MEMORY, "metadata": {}}, "import os"),
+        ({"summary": None, "content": "only content"}, "only content"),
+        ({}, ""),
+    ],
+)
+def test_title(memory: dict[str, Any], text: str) -> None:
+    assert title(memory) == text
+
+
+def test_recall_lines_show_the_id_source_date_and_project() -> None:
+    result = {"results": [{"score": 0.8123, "memory": FILE_MEMORY}], "took_ms": 3.2}
+    head, body = recall_lines(result, explain=False)
+    fields = head.split("  ")
+    assert fields[0] == "0.812"
+    assert fields[1] == MEMORY_ID  # whole: forget/amend/show need it
+    assert fields[2] == "filesystem/general"
+    assert fields[3].startswith("2026-03-1")  # local time: the day may shift by zone
+    assert fields[4] == "shop"
+    assert body == "       /home/me/shop/checkout.py"  # a file is titled by its path
+    explained = {**result["results"][0], "explain": {"contributions": {"vector": 0.5}}}
+    assert recall_lines({"results": [explained]}, explain=True)[2] == "       why: vector 0.500"
+
+
+def test_show_lines_have_the_links_and_the_history() -> None:
+    ctx = {
+        "memory": {**FILE_MEMORY, "concepts": ["checkout", "payments"]},
+        "associations": [
+            {"relation": "similar", "strength": 0.5, "memory": {"id": "m2", "summary": "cart"}}
+        ],
+        "neighbours": [{"id": "m3", "summary": "earlier note"}],
+        "amendments": [
+            {
+                "old_content": "print('old')",
+                "new_content": "x",
+                "reason": "typo",
+                "created_at": "2026-03-15T10:00:00+00:00",
+            }
+        ],
+    }
+    lines = show_lines(ctx)
+    assert f"id: {MEMORY_ID}" in lines and "project: shop" in lines
+    assert "path: /home/me/shop/checkout.py" in lines
+    assert "concepts: checkout, payments" in lines
+    assert "  similar 0.50 m2 cart" in lines
+    assert "  m3 earlier note" in lines
+    assert "history (1 amendments):" in lines
+    assert "    was: print('old')" in lines
+    assert show_lines({}) == ["", ""]
+
+
+def test_projects_exclusions_and_stats_lines() -> None:
+    rows = projects_lines(
+        [
+            {"name": "shop", "memories": 12, "active": 10, "first_at": None, "last_at": None},
+            {"name": None, "memories": 3, "active": 3},
+        ]
+    )
+    assert rows[0].split()[:4] == ["shop", "12", "(10", "active)"]
+    assert rows[1].startswith("(none)")
+    assert exclusion_lines([{"path": "/a", "origin": "user", "reason": "manual"}]) == [
+        "/a  user: manual"
+    ]
+    stats = {
+        "memories": {"total": 4, "by_state": {"active": 4, "fading": 0}, "associations": 7},
+        "raw": {"by_status": {"encoded": 4}},
+        "bus": {"published": 9, "dropped": 0},
+    }
+    lines = stats_lines(stats)
+    assert "memories: 4 (active 4)" in lines
+    assert "associations: 7" in lines and "raw: encoded 4" in lines
+    assert stats_lines({})[0] == "memories: 0 (none)"
+
+
+# --- watchers in status ----------------------------------------------------------------
+
+CLIPBOARD_OFF = {
+    "name": "watcher:clipboard",
+    "state": "finished",
+    "detail": {"state": "disabled", "message": "no clipboard here (no tool); install xclip"},
+}
+
+
+def test_status_shows_a_disabled_watcher_with_its_reason() -> None:
+    health = {**HEALTH, "agents": [{"name": "encoding", "state": "running"}, CLIPBOARD_OFF]}
+    lines = status_lines(health, STATS)
+    assert "agents: encoding running, watcher:clipboard disabled" in lines
+    assert "clipboard watcher disabled: no clipboard here (no tool); install xclip" in lines
+    assert watchers(health) == {
+        "clipboard": {"state": "disabled", "message": CLIPBOARD_OFF["detail"]["message"]}
+    }
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (
+            Exception(
+                "Pyperclip could not find a copy/paste mechanism for your system. For more "
+                "information, please visit https://pyperclip.readthedocs.io/en/latest/"
+            ),
+            "Pyperclip could not find a copy/paste mechanism for your system",
+        ),
+        (OSError(2, "No such file or directory"), "[Errno 2] No such file or directory"),
+        (OSError(), "OSError"),
+        (Exception("x" * 300), "x" * 119 + "…"),
+    ],
+)
+def test_clipboard_disabled_reason_is_one_short_sentence(error: Exception, reason: str) -> None:
+    assert disabled_reason(error) == reason
+
+
+# --- watch reconnects --------------------------------------------------------------------
+
+
+def test_backoff_doubles_up_to_its_cap() -> None:
+    assert list(islice(backoff(0.25, 5.0), 7)) == [0.25, 0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
+
+
+def test_reconnect_gives_up_after_its_time_without_a_daemon() -> None:
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    url = f"ws://127.0.0.1:{free_port()}/ws"  # nothing listens there
+    assert reconnect(url, "token", 3.0, sleep=sleep, clock=lambda: now[0]) is None
+    assert slept == [0.25, 0.5, 1.0, 1.25]  # the last wait is cut to the deadline

@@ -66,3 +66,27 @@ def test_every_recall_weight_changes_behaviour_somewhere() -> None:
         model = Config.model_fields[section].annotation
         for key in model.model_fields:  # type: ignore[union-attr]
             assert f".{key}" in source, f"{section}.{key} is never read"
+
+
+def test_first_start_writes_a_template_that_sets_nothing(tmp_path: Path) -> None:
+    """config.yaml written on first start only comments: every setting stays a default
+    (so ``config show`` says "default" and a better default in an upgrade applies)."""
+    from mnemonic.config_sources import explain
+    from mnemonic.daemon import write_default_config
+    from mnemonic.paths import resolve_paths
+
+    paths = resolve_paths(tmp_path / "home")
+    write_default_config(paths)
+    text = paths.config_file.read_text(encoding="utf-8")
+    assert yaml.safe_load(text) is None
+    assert all(not line or line.startswith("#") for line in text.splitlines())
+    cfg = load_config(paths.config_file)
+    settings = explain(cfg, file=paths.config_file, environ={})
+    assert {s.source for s in settings} == {"default"}
+    # uncommented, it is the documented reference: every key with its default
+    uncommented = [line.removeprefix("# ") for line in text.splitlines()]
+    body = "\n".join(uncommented).split("\nserver:", 1)[1]
+    assert yaml.safe_load("server:" + body) == yaml.safe_load(render_default_yaml())
+    paths.config_file.write_text("server:\n  port: 7001\n", encoding="utf-8")
+    write_default_config(paths)  # never overwrites the user's file
+    assert paths.config_file.read_text(encoding="utf-8") == "server:\n  port: 7001\n"

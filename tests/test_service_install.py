@@ -101,11 +101,11 @@ def free_port() -> int:
 
 
 def make_home(tmp_path: Path, port: int | None = None) -> Path:
-    """A MNEMONIC_HOME whose config.yaml sets the port."""
+    """A MNEMONIC_HOME whose config.yaml sets the port: a free one unless given, never
+    the default 9999, which a developer's own daemon (``make run``) may hold."""
     home = tmp_path / "mnemonic-home"
     (home / "config").mkdir(parents=True)
-    if port is not None:
-        (home / "config" / "config.yaml").write_text(f"server:\n  port: {port}\n")
+    (home / "config" / "config.yaml").write_text(f"server:\n  port: {port or free_port()}\n")
     return home
 
 

@@ -127,9 +127,9 @@ def check_config(config_file: Path) -> tuple[Config | None, Check]:
     try:
         cfg = load_config(config_file)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
+        from mnemonic.config_sources import config_errors
+
+        problems = "; ".join(config_errors(exc.errors(), file=config_file, environ=os.environ))
         return None, fail("config", f"{config_file}: {problems}", fix)
     except (yaml.YAMLError, ValueError, TypeError, OSError) as exc:
         return None, fail("config", f"{config_file}: {exc}", fix)

@@ -9,12 +9,23 @@ builds the app, holds the small commands and maps click's usage errors to 64.
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from mnemonic import __version__
-from mnemonic.cli import completion, config_cmd, doctor, memories, service, status, watch
+from mnemonic.cli import (
+    browse,
+    completion,
+    config_cmd,
+    doctor,
+    memories,
+    purge,
+    service,
+    shell_hook,
+    status,
+    watch,
+)
 from mnemonic.cli.exits import (
     CLICK_USAGE,
     EPILOG,
@@ -116,15 +127,33 @@ def version(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")]
         emit_line(__version__)
 
 
-for _module in (memories, status, watch, completion, doctor, service):
+for _module in (memories, purge, browse, status, watch, completion, shell_hook, doctor, service):
     _module.register(app)
 app.add_typer(config_cmd.config_app, name="config")
+
+
+def label_params(command: Any) -> Any:
+    """Help that says what each option takes: nothing for a flag (typer would print
+    ``<bool>``), the option's own metavar or its name in capitals for a value (``--project
+    NAME`` rather than ``<str>``). Applied to every command, ``--help`` included."""
+    params = list(command.params)
+    helper = command.get_help_option(typer.Context(command))
+    if helper is not None:
+        params.append(helper)
+    for param in params:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+        elif param.metavar is None and param.name:
+            param.metavar = param.name.upper()
+    for sub in getattr(command, "commands", {}).values():
+        label_params(sub)
+    return command
 
 
 def main() -> None:
     """The console entry point: click's usage errors (exit 2) become 64 (EX_USAGE)."""
     try:
-        app(prog_name="mnemonic")
+        label_params(typer.main.get_command(app))(prog_name="mnemonic")
     except SystemExit as exc:
         if exc.code == CLICK_USAGE:
             sys.exit(EX_USAGE)

@@ -3,29 +3,31 @@
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from mnemonic.cli.exits import EX_DATAERR, EX_USAGE
-from mnemonic.cli.runtime import call, emit_json, emit_line, err, out
+from mnemonic.cli.runtime import call, emit_json, emit_line, err
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 STDIN = "-"
 
 
 def read_text(arg: str | None, what: str) -> str:
-    """The argument, or stdin when it is ``-`` (or missing and stdin is piped).
+    """The argument, or stdin when it is ``-``.
 
+    A missing argument is a usage error (64), even with stdin piped: reading stdin only
+    because it is not a terminal would hang under a scheduler or eat a script's input.
     One trailing newline is dropped (``echo`` adds it); an empty text is a data error
     (65) rather than a request the daemon would refuse anyway.
     """
-    if arg is None and sys.stdin.isatty():
+    if arg is None:
         err.print(f"give the {what} as an argument, or '-' to read it from stdin")
         raise typer.Exit(EX_USAGE)
-    text = sys.stdin.read() if arg in (None, STDIN) else arg
+    text = sys.stdin.read() if arg == STDIN else arg
     text = text.removesuffix("\n").removesuffix("\r")
     if not text.strip():
         err.print(f"the {what} is empty")
@@ -37,7 +39,9 @@ def remember(
     text: Annotated[str, typer.Argument(help="What to remember ('-' reads stdin).")],
     project: Annotated[str, typer.Option(help="Project name.")] = "",
     type_: Annotated[str | None, typer.Option("--type", help="decision, error, ...")] = None,
-    source: Annotated[str, typer.Option(help="Source label.")] = "terminal",
+    source: Annotated[
+        str, typer.Option(metavar="SOURCE", help="Where it came from (api, mcp, user, ...).")
+    ] = "cli",
     as_json: JsonFlag = False,
 ) -> None:
     """Store a memory (waits until it is encoded)."""
@@ -60,41 +64,81 @@ def recall(
     limit: Annotated[int, typer.Option(min=1, max=100)] = 10,
     project: Annotated[str | None, typer.Option(help="Only this project.")] = None,
     explain: Annotated[bool, typer.Option(help="Show each signal's contribution.")] = False,
+    min_score: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0, max=1.0, help="Leave out results scoring below this (0-1; 0 keeps all)."
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Recall memories by meaning and words."""
     body: dict[str, Any] = {"query": query, "limit": limit, "explain": explain}
     if project:
         body["project"] = project
+    if min_score is not None:
+        body["min_score"] = min_score
     result = call("POST", "/api/v1/query", body)
     if as_json:
         emit_json(result)
         return
-    out.print(recall_table(result, explain=explain))
-    out.print(f"query id: {result['query_id']}", style="dim")
+    err.print(f"{len(result['results'])} memories ({result['took_ms']:.1f} ms)")
+    for line in recall_lines(result, explain=explain):
+        emit_line(line)
+    emit_line(f"query id: {result['query_id']}")
 
 
-def recall_table(result: dict[str, Any], *, explain: bool) -> Table:
-    table = Table(title=f"{len(result['results'])} memories ({result['took_ms']:.1f} ms)")
-    table.add_column("score", justify="right")
-    table.add_column("type")
-    table.add_column("project")
-    table.add_column("summary")
-    if explain:
-        table.add_column("why")
-    for item in result["results"]:
-        memory = item["memory"]
-        row = [
-            f"{item['score']:.3f}",
-            escape(str(memory["type"])),
-            escape(memory["project"] or ""),
-            escape(memory["summary"] or ""),
-        ]
+def entry_lines(memory: dict[str, Any], lead: str = "") -> list[str]:
+    """Two lines per memory, readable at any terminal width and greppable: ``lead`` (a
+    score), the whole id (``forget``/``amend``/``show`` take it), source/type, local
+    date, project; then the title, indented."""
+    head = [
+        str(memory.get("id", "?")),
+        f"{memory.get('source', '?')}/{memory.get('type', '?')}",
+        local_date(memory.get("timestamp")),
+    ]
+    if memory.get("project"):
+        head.append(str(memory["project"]))
+    if memory.get("state") not in (None, "active"):
+        head.append(f"[{memory['state']}]")
+    indent = " " * (len(lead) + 2) if lead else "  "
+    first = "  ".join([lead, *head]) if lead else "  ".join(head)
+    return [first, indent + _one_line(title(memory))]
+
+
+def recall_lines(result: dict[str, Any], *, explain: bool) -> list[str]:
+    lines: list[str] = []
+    for item in result.get("results") or []:
+        lead = f"{item.get('score', 0):.3f}"
+        lines += entry_lines(item.get("memory") or {}, lead)
         if explain:
-            parts = item.get("explain", {}).get("contributions", {})
-            row.append(", ".join(f"{k} {v:.3f}" for k, v in parts.items() if v))
-        table.add_row(*row)
-    return table
+            parts = (item.get("explain") or {}).get("contributions") or {}
+            why = ", ".join(f"{k} {v:.3f}" for k, v in parts.items() if v)
+            lines.append(" " * (len(lead) + 2) + f"why: {why or '-'}")
+    return lines
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def local_date(at: Any) -> str:
+    """``2026-03-14 15:09`` in local time; the raw value when it is not ISO."""
+    try:
+        return datetime.fromisoformat(str(at)).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return str(at or "")
+
+
+def title(memory: dict[str, Any]) -> str:
+    """A file memory is titled by its path (its first line is usually an import or a
+    heading that says nothing about which file it is); others by their summary."""
+    metadata = memory.get("metadata")
+    path = metadata.get("path") if isinstance(metadata, dict) else None
+    if memory.get("source") == "filesystem" and isinstance(path, str) and path:
+        return path
+    return str(memory.get("summary") or memory.get("content") or "")
 
 
 def forget(

@@ -24,7 +24,7 @@ from mnemonic.api_token import TOKEN_ENV, configured_token
 from mnemonic.cli.client import ApiError, Client, DaemonDown
 from mnemonic.cli.exits import EX_CONFIG, EX_UNAVAILABLE, exit_for_status
 from mnemonic.config import Config, load_config
-from mnemonic.config_sources import alias_overrides
+from mnemonic.config_sources import alias_overrides, config_errors
 from mnemonic.paths import Paths, resolve_paths
 
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -81,10 +81,20 @@ def load(extra: Mapping[str, Any] | None = None) -> tuple[Config, Paths]:
     """The configuration the daemon would use (flags > env > file > default); an invalid
     one ends the command with exit 78 and the validation message. ``extra`` are a
     command's own flags (``serve --port``), stronger than the root ``--set``."""
+    from pydantic import ValidationError
+
     paths = resolve_paths()
     overrides = merge_overrides(alias_overrides(os.environ), all_flags(extra))
     try:
         return load_config(paths.config_file, **overrides), paths
+    except ValidationError as exc:
+        problems = config_errors(
+            exc.errors(), file=paths.config_file, environ=os.environ, flags=all_flags(extra)
+        )
+        err.print("[red]invalid configuration:[/red]", highlight=False)
+        for line in problems:
+            err.print(f"  {escape(line)}", highlight=False)
+        raise typer.Exit(EX_CONFIG) from None
     except (ValueError, yaml.YAMLError) as exc:
         err.print(
             f"[red]invalid configuration[/red] (from {escape(str(paths.config_file))} "

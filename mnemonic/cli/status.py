@@ -15,6 +15,8 @@ from mnemonic.cli.client import ApiError, DaemonDown
 from mnemonic.cli.exits import EX_UNAVAILABLE
 from mnemonic.cli.runtime import api_failed, connect, daemon_down, emit_json, emit_line
 
+WATCHER_PREFIX = "watcher:"
+
 
 def format_duration(seconds: float | None) -> str:
     """``42s``, ``5m 07s``, ``3h 04m``, ``2d 03h``; ``?`` when unknown."""
@@ -62,6 +64,32 @@ def last_error(health: dict[str, Any], stats: dict[str, Any] | None) -> dict[str
     return None
 
 
+def agent_state(agent: dict[str, Any]) -> str:
+    """A watcher's own state (``disabled``, ``degraded``...) rather than its supervisor's
+    (a watcher that cannot run here returns at once: ``finished`` says nothing useful)."""
+    detail = agent.get("detail")
+    if str(agent.get("name", "")).startswith(WATCHER_PREFIX) and isinstance(detail, dict):
+        own = detail.get("state")
+        if isinstance(own, str) and own:
+            return own
+    return str(agent.get("state", "?"))
+
+
+def watchers(health: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each watcher's state and the reason it gives, from health's agents."""
+    found: dict[str, dict[str, Any]] = {}
+    for agent in health.get("agents") or []:
+        name = str(agent.get("name", "")) if isinstance(agent, dict) else ""
+        if name.startswith(WATCHER_PREFIX):
+            detail = agent.get("detail")
+            message = detail.get("message") if isinstance(detail, dict) else None
+            found[name.removeprefix(WATCHER_PREFIX)] = {
+                "state": agent_state(agent),
+                "message": message,
+            }
+    return found
+
+
 def status_lines(health: dict[str, Any], stats: dict[str, Any] | None) -> list[str]:
     """Human lines, plain text."""
     state = health.get("status", "?")
@@ -86,9 +114,12 @@ def status_lines(health: dict[str, Any], stats: dict[str, Any] | None) -> list[s
             f"embedding: {emb.get('model', '?')} ({emb.get('dim', '?')}-d), "
             f"backlog {emb.get('backlog', 0)}; vectors: {vectors}"
         )
-    agents = (stats or {}).get("agents") or []
+    agents = health.get("agents") or (stats or {}).get("agents") or []
     if agents:
-        lines.append("agents: " + ", ".join(f"{a.get('name')} {a.get('state')}" for a in agents))
+        lines.append("agents: " + ", ".join(f"{a.get('name')} {agent_state(a)}" for a in agents))
+    for name, watcher in watchers(health).items():
+        if watcher["state"] in ("disabled", "degraded") and watcher["message"]:
+            lines.append(f"{name} watcher {watcher['state']}: {watcher['message']}")
     error = last_error(health, stats)
     if error:
         lines.append(
@@ -123,7 +154,13 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] 
         raise
     if as_json:
         emit_json(
-            {**health, "running": True, "last_error": last_error(health, stats), "stats": stats}
+            {
+                **health,
+                "running": True,
+                "watchers": watchers(health),
+                "last_error": last_error(health, stats),
+                "stats": stats,
+            }
         )
         return
     for line in status_lines(health, stats):

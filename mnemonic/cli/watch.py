@@ -3,14 +3,18 @@
 One line per event (local time, type, a short payload) or, with ``--json``, the events
 as JSON lines for ``jq``. The server's own keep-alive messages are skipped; when the
 server had to drop events for this client it says so on stderr (and in the JSON stream).
-Ctrl-C ends with 0; a connection the daemon closes ends with 69 (or 64 when it refused
-the filter, 75 when it has too many clients), so a supervisor can restart the tail.
+Ctrl-C ends with 0. When the daemon restarts (it closes the stream with 1012, "service
+restart") the tail reconnects with backoff for up to ``--reconnect-for`` seconds; events
+published while it was away are not replayed. Any other close ends with 69 (or 64 when the
+daemon refused the filter, 75 when it has too many clients), so a supervisor can restart
+the tail.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -27,6 +31,11 @@ if TYPE_CHECKING:
 
 CLOSE_POLICY = 1008
 CLOSE_TRY_AGAIN = 1013
+CLOSE_RESTART = 1012
+"""What uvicorn sends every WebSocket when the daemon shuts down (a restart or a stop)."""
+BACKOFF_FIRST_S = 0.25
+BACKOFF_MAX_S = 5.0
+RECONNECT_FOR_S = 300.0
 VALUE_CHARS = 60
 LINE_CHARS = 200
 _SKIP = frozenset({"ping"})
@@ -107,8 +116,18 @@ def handle(message: dict[str, Any], as_json: bool) -> None:
         emit_line(format_event(message))
 
 
-def stream(ws: ClientConnection, as_json: bool) -> int:
-    """Print messages until the connection closes; the exit code for how it closed."""
+def backoff(first: float = BACKOFF_FIRST_S, cap: float = BACKOFF_MAX_S) -> Iterator[float]:
+    """0.25, 0.5, 1, 2, 4, 5, 5, ... seconds: quick while a restart is likely, then
+    gentle on a daemon that takes longer to come back (loading the model)."""
+    delay = first
+    while True:
+        yield delay
+        delay = min(delay * 2, cap)
+
+
+def stream(ws: ClientConnection, as_json: bool) -> int | None:
+    """Print messages until the connection closes; the close code received (None when the
+    connection dropped without one)."""
     from websockets.exceptions import ConnectionClosed
 
     try:
@@ -126,11 +145,16 @@ def stream(ws: ClientConnection, as_json: bool) -> int:
         code = frame.code if frame is not None else None
         reason = f": {frame.reason}" if frame is not None and frame.reason else ""
         err.print(f"the daemon closed the event stream (code {code}{escape(reason)})")
-        return close_exit(code)
+        return code
 
 
-def open_stream(url: str, bearer: str) -> ClientConnection:
-    """Connect, or end the command: 69 when nothing answers, the HTTP mapping on refusal."""
+class NotAnswering(Exception):
+    """Nothing (or nothing ready) answers the stream's address."""
+
+
+def try_open(url: str, bearer: str) -> ClientConnection:
+    """Connect; :class:`NotAnswering` when the daemon is down or still starting, the
+    command ends (with the HTTP mapping) when it refuses this client."""
     from websockets.exceptions import InvalidHandshake, InvalidStatus
     from websockets.sync.client import connect
 
@@ -144,17 +168,69 @@ def open_stream(url: str, bearer: str) -> ClientConnection:
         )
     except InvalidStatus as exc:
         status = exc.response.status_code
+        if status in (429, 503):
+            raise NotAnswering(f"HTTP {status}") from None
         err.print(
             f"[red]the daemon refused the event stream (HTTP {status})[/red]: check the token "
             "(MNEMONIC_TOKEN or the token file; see 'mnemonic paths')"
         )
         raise typer.Exit(exit_for_status(status)) from None
-    except (OSError, TimeoutError, InvalidHandshake):
+    except (OSError, TimeoutError, InvalidHandshake) as exc:
+        raise NotAnswering(str(exc)) from None
+
+
+def open_stream(url: str, bearer: str) -> ClientConnection:
+    """Connect, or end the command: 69 when nothing answers, the HTTP mapping on refusal."""
+    try:
+        return try_open(url, bearer)
+    except NotAnswering:
         err.print(
             f"[red]mnemonic is not running at {escape(url)}.[/red] Start it with "
             "[bold]mnemonic serve[/bold] (foreground) or [bold]mnemonic service install[/bold]."
         )
         raise typer.Exit(EX_UNAVAILABLE) from None
+
+
+def reconnect(
+    url: str,
+    bearer: str,
+    within_s: float,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> ClientConnection | None:
+    """Try again with backoff until the daemon answers or ``within_s`` has passed."""
+    deadline = clock() + within_s
+    for delay in backoff():
+        remaining = deadline - clock()
+        if remaining <= 0:
+            return None
+        sleep(min(delay, remaining))
+        try:
+            return try_open(url, bearer)
+        except NotAnswering:
+            continue
+    return None  # pragma: no cover - backoff() never ends
+
+
+def follow(url: str, bearer: str, as_json: bool, reconnect_for: float) -> int:
+    """Stream, reconnecting after each restart; the exit code once it ends for good."""
+    ws = open_stream(url, bearer)
+    err.print(f"watching {escape(url)} (Ctrl-C to stop)")
+    while True:
+        try:
+            code = stream(ws, as_json)
+        finally:
+            ws.close()
+        if code != CLOSE_RESTART or reconnect_for <= 0:
+            return close_exit(code)
+        err.print(f"reconnecting (for up to {reconnect_for:g}s)...")
+        again = reconnect(url, bearer, reconnect_for)
+        if again is None:
+            err.print(f"[red]the daemon did not come back within {reconnect_for:g}s[/red]")
+            return EX_UNAVAILABLE
+        ws = again
+        err.print("reconnected (events published meanwhile are not replayed)")
 
 
 def watch(
@@ -166,6 +242,14 @@ def watch(
         ),
     ] = None,
     project: Annotated[str | None, typer.Option(help="Only events of this project.")] = None,
+    reconnect_for: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            metavar="SECONDS",
+            help="How long to keep reconnecting when the daemon restarts (0: exit at once).",
+        ),
+    ] = RECONNECT_FOR_S,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
 ) -> None:
     """Tail the daemon's events live (Ctrl-C stops)."""
@@ -181,16 +265,9 @@ def watch(
     base = daemon_url(cfg.server.host, cfg.server.port)
     url = ws_url(base, "/ws", {"types": ",".join(names), "project": project})
     try:
-        ws = open_stream(url, token(paths))
-    except KeyboardInterrupt:
-        raise typer.Exit(EX_OK) from None
-    err.print(f"watching {escape(url)} (Ctrl-C to stop)")
-    try:
-        code = stream(ws, as_json)
+        code = follow(url, token(paths), as_json, reconnect_for)
     except KeyboardInterrupt:
         code = EX_OK
-    finally:
-        ws.close()
     raise typer.Exit(code)
 
 

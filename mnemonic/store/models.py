@@ -26,6 +26,7 @@ class Source(StrEnum):
     GIT = "git"
     USER = "user"
     INGEST = "ingest"
+    CLI = "cli"  # `mnemonic remember`; "terminal" is the shell-history watcher
 
 
 class MemoryState(StrEnum):

@@ -16,10 +16,13 @@ Run = Callable[..., tuple[int, str, str]]
 
 def in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Run:
     """The console entry point with ``env`` as its only MNEMONIC_* variables, argv and
-    stdin set; returns the exit code, stdout and stderr."""
+    stdin set; returns the exit code, stdout and stderr. ``env`` must name MNEMONIC_HOME,
+    so no test reads or writes the user's own data folder."""
     from mnemonic.cli.main import main
 
     def invoke(env: dict[str, str], *args: str, stdin: str = "") -> tuple[int, str, str]:
+        # the user's own config, data and daemon are never a test's: name a home folder
+        assert "MNEMONIC_HOME" in env, "run(env, ...) needs MNEMONIC_HOME (a tmp folder)"
         for name in [n for n in os.environ if n.upper().startswith("MNEMONIC_")]:
             monkeypatch.delenv(name)
         for name, value in env.items():
