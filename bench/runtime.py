@@ -549,9 +549,28 @@ def measure(d: latency.Running, args: argparse.Namespace, out: dict[str, Any]) -
             f" drained in {row['drain_s']:.0f} s"
         )
     out["rss_mb"]["end"] = _rss(d.pid)
+    out["stalls"] = loop_stalls(d)
     final = latency.health(d.client)
     out["final"] = {"status": final["status"], "reasons": final["reasons"], **final["memories"]}
     out["problems"] = latency.log_problems(d.log)
+
+
+def loop_stalls(d: latency.Running) -> dict[str, float]:
+    """The daemon's own event-loop stall counters (issue 9): wake-ups of its watchdog later
+    than agents.loop_stall_threshold_s over the whole run, and the longest."""
+    text = d.client.get("/metrics").text
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        for name in (
+            "mnemonic_event_loop_stalls_total",
+            "mnemonic_event_loop_longest_stall_seconds",
+        ):
+            if line.startswith(name + " "):
+                values[name] = float(line.split()[-1])
+    return {
+        "count": values.get("mnemonic_event_loop_stalls_total", float("nan")),
+        "longest_s": values.get("mnemonic_event_loop_longest_stall_seconds", float("nan")),
+    }
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -627,6 +646,11 @@ def table(r: dict[str, Any], args: argparse.Namespace) -> str:
     ]
     for w in r["ws"]:
         rows.extend(_ws_rows(w, args.ws_rate))
+    st = r["stalls"]
+    rows.append(
+        f"| event-loop stalls over 250 ms, whole run (issue 9) | report | {st['count']:.0f},"
+        f" longest {st['longest_s'] * 1000:.0f} ms | |"
+    )
     return "\n".join(rows)
 
 

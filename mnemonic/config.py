@@ -16,10 +16,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import (
     BaseSettings,
+    InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    YamlConfigSettingsSource,
 )
+
+from mnemonic.yaml_bounded import load_bounded
 
 
 class _Section(BaseModel):
@@ -112,6 +114,12 @@ class EncodingConfig(_Section):
     max_attempts: int = Field(
         5, ge=1, le=100, description="Encoding attempts before a raw memory is marked failed."
     )
+    batch_timeout_s: float = Field(
+        120.0,
+        gt=0,
+        le=3600,
+        description="Deadline of one encoding attempt (embedding and linking); past it, failed.",
+    )
     retry_base_s: float = Field(
         0.5, gt=0, le=60, description="Retry delay base; doubles per attempt, capped at 30 s."
     )
@@ -195,6 +203,7 @@ class RecallConfig(_Section):
             "git": 1.0,
             "user": 1.0,
             "ingest": 1.0,
+            "cli": 1.0,
         },
         description="Multiplier by memory source.",
     )
@@ -202,6 +211,22 @@ class RecallConfig(_Section):
         0.8, ge=0, le=1, description="MMR relevance share (1 = no diversification)."
     )
     mmr_pool: int = Field(50, ge=1, le=1000, description="Ranked candidates MMR chooses from.")
+    mmr_duplicate_cosine: float = Field(
+        0.95, ge=0, le=1, description="Cosine at which two results may be near copies."
+    )
+    mmr_duplicate_words: float = Field(
+        0.8, ge=0, le=1, description="Word-pair overlap at which such a pair is a copy (dropped)."
+    )
+    vector_floor: float = Field(
+        0.3, ge=-1, le=1, description="Cosine at or below which a vector hit is no evidence."
+    )
+    vector_full: float = Field(0.75, ge=-1, le=1, description="Cosine that is full evidence.")
+    words_power: float = Field(
+        2.0, ge=1, le=10, description="Word evidence = (share of query words held) ** this."
+    )
+    min_score: float = Field(
+        0.05, ge=0, le=1, description="Results scoring below this are left out (0 keeps all)."
+    )
     default_states: list[str] = Field(
         default_factory=lambda: ["active", "fading"], description="States recalled by default."
     )
@@ -246,6 +271,12 @@ class AgentsConfig(_Section):
         30.0,
         ge=0,
         description="How often freed memory is handed back to the system (glibc only; 0: never).",
+    )
+    loop_stall_threshold_s: float = Field(
+        0.25,
+        gt=0,
+        le=60,
+        description="An event-loop stall longer than this is logged and counted (/metrics).",
     )
 
 
@@ -330,6 +361,25 @@ class FilesystemWatcherConfig(_Section):
         200_000, ge=1, description="Files remembered per root for reconciliation."
     )
     batch_size: int = Field(256, ge=1, description="Paths read per worker-thread hand-off.")
+    initial_index_max_files: int = Field(
+        200,
+        ge=0,
+        description="Existing files read when a root is watched for the first time "
+        "(README, notes and docs first; 0 = only record them).",
+    )
+    log_patterns: tuple[str, ...] = Field(
+        ("*.log",),
+        description="File-name globs of logs: only what was appended is read (log_appended).",
+    )
+    log_tail_bytes: int = Field(
+        8192, ge=256, description="Most bytes of a log's new tail read at once (the newest)."
+    )
+    log_min_interval_s: float = Field(
+        30.0,
+        ge=0,
+        description="Least time between two reads of one log (what a busy log writes "
+        "meanwhile is read next time, not lost).",
+    )
 
 
 class ShellHistoryConfig(_Section):
@@ -366,6 +416,18 @@ class ShellHistoryConfig(_Section):
     )
     max_read_bytes: int = Field(
         1024 * 1024, ge=4096, description="Bytes read from one file per poll (work bound)."
+    )
+    hook_dedupe_window_s: float = Field(
+        86400.0,
+        gt=0,
+        description="A history-file command the shell hook recorded this close in time is "
+        "not told again (bash writes its history file only at exit).",
+    )
+    hook_hold_s: float = Field(
+        300.0,
+        ge=0,
+        description="While the shell hook is in use, history-file commands wait this long "
+        "for the hook's record of them (zsh writes history before the command ends).",
     )
 
 
@@ -469,6 +531,22 @@ class GitConfig(_Section):
     max_reflog_bytes: int = Field(
         256 * 1024, ge=4096, description="Reflog bytes read per repository per poll."
     )
+    initial_commits: int = Field(
+        3,
+        ge=0,
+        le=100,
+        description="Commits of its current branch imported when a repository is seen for "
+        "the first time (no saved state), only those younger than initial_max_age_days.",
+    )
+    initial_max_age_days: float = Field(
+        7.0, gt=0, description="Age limit of the commits imported on first sight."
+    )
+    new_repo_checks_per_poll: int = Field(
+        500,
+        ge=0,
+        description="Folders listed by discovery whose mtime is checked per poll, so a new "
+        "repository is found within seconds (0 = only every rediscover_interval_s).",
+    )
 
 
 class FilterConfig(_Section):
@@ -481,7 +559,7 @@ class FilterConfig(_Section):
         description="Regular expressions; an event whose text matches one is dropped.",
     )
     deny_paths: list[str] = Field(
-        default_factory=lambda: ["*.log", "*.min.js", "*.min.css", "*.map"],
+        default_factory=lambda: ["*.min.js", "*.min.css", "*.map"],
         description="Globs (~ allowed); an event whose path matches one is dropped. A glob "
         "without / matches the file name.",
     )
@@ -504,6 +582,7 @@ class FilterConfig(_Section):
             "clipboard": 0.4,
             "git": 0.1,
             "git:worktree_changed": 0.3,
+            "filesystem:log_appended": 0.6,
         },
         description="Content score needed per watcher, or per watcher:kind.",
     )
@@ -619,6 +698,11 @@ class Config(BaseSettings):
     )
 
 
+def _yaml_values(path: Path) -> dict[str, Any]:
+    data = load_bounded(path.read_text(encoding="utf-8"))
+    return data if isinstance(data, dict) else {}
+
+
 def load_config(path: Path | None = None, **overrides: Any) -> Config:
     """Build the config from ``path`` (optional YAML), the environment and ``overrides``.
 
@@ -626,6 +710,9 @@ def load_config(path: Path | None = None, **overrides: Any) -> Config:
     overrides (``mnemonic.config_sources.alias_overrides``) so that they rank like flags.
     """
     yaml_file = path if path is not None and path.exists() else None
+    # read with bounds (an alias bomb hung start-up); pydantic-settings' own YAML source
+    # would call yaml.safe_load on the file
+    file_values = _yaml_values(yaml_file) if yaml_file is not None else {}
 
     class _Bound(Config):
         @classmethod
@@ -638,8 +725,8 @@ def load_config(path: Path | None = None, **overrides: Any) -> Config:
             file_secret_settings: PydanticBaseSettingsSource,
         ) -> tuple[PydanticBaseSettingsSource, ...]:
             sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-            if yaml_file is not None:
-                sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=yaml_file))
+            if file_values:
+                sources.append(InitSettingsSource(settings_cls, init_kwargs=file_values))
             return tuple(sources)
 
     return _Bound(**overrides)
@@ -673,3 +760,28 @@ def render_default_yaml() -> str:
                 scalar = scalar.removesuffix("\n...").removesuffix("...").strip()
                 lines.append(f"  {key}: {scalar}  # {comment}")
     return "\n".join(lines) + "\n"
+
+
+TEMPLATE_HEADER = """\
+# mnemonic configuration. Nothing is set here yet: every setting below is commented out
+# and has its built-in default, so a newer mnemonic's better default reaches you.
+# To change a setting, uncomment it together with its section line, for example
+#
+#   server:
+#     port: 9998
+#
+# 'mnemonic config show' lists the effective settings and where each one came from;
+# 'mnemonic config default' prints this reference again.
+# Environment variables override this file: MNEMONIC_<SECTION>__<KEY>, e.g.
+# MNEMONIC_SERVER__PORT=9998 (MNEMONIC_PORT is a short form of that one).
+"""
+
+
+def render_template_yaml() -> str:
+    """The ``config.yaml`` written on first start: the reference, all commented out.
+
+    A file that set every default would pin them: ``config show`` would call each one
+    user-set, and an improved default in a later release would never take effect."""
+    body = render_default_yaml().split("\n\n", 1)[1]
+    lines = [f"# {line}" if line else "#" for line in body.rstrip("\n").splitlines()]
+    return TEMPLATE_HEADER + "#\n" + "\n".join(lines) + "\n"

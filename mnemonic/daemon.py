@@ -22,28 +22,36 @@ from mnemonic.api.app import build_app
 from mnemonic.api.browse_routes import build_browse_routes
 from mnemonic.api.exclusion_routes import build_exclusion_routes
 from mnemonic.api.metrics import Metrics, MetricsSnapshot, fold_serials
+from mnemonic.api.purge_routes import build_purge_routes
 from mnemonic.api.ws import EventStream
 from mnemonic.api_token import TOKEN_ENV, load_or_create_token
 from mnemonic.app.activity import ActivityLog
 from mnemonic.app.browse import BrowseService
 from mnemonic.app.exclusions import ExclusionService
+from mnemonic.app.files import FileMemories, FileVersion
+from mnemonic.app.purge import PurgeService, recall_seqs
 from mnemonic.app.reembed import ReembedProgress, reembed
 from mnemonic.app.service import MemoryService, RememberInput
-from mnemonic.config import Config, EmbeddingConfig, render_default_yaml
+from mnemonic.config import Config, EmbeddingConfig, render_template_yaml
 from mnemonic.errors import StorageUnavailable
 from mnemonic.events.bus import EventBus
 from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.paths import Paths
 from mnemonic.perception import HeuristicFilter, ProjectResolver, RuntimeExclusions
+from mnemonic.private_files import restrict, write_private_text
 from mnemonic.recall.pipeline import Recaller
 from mnemonic.redact import redact
 from mnemonic.runtime.clock import SystemClock
 from mnemonic.runtime.heap import trim_heap
+from mnemonic.runtime.loop_watchdog import LoopWatchdog
 from mnemonic.runtime.schedule import PeriodicJob
 from mnemonic.runtime.supervisor import Agent, Supervisor
 from mnemonic.store.browse import SQLiteBrowser
 from mnemonic.store.database import Database
 from mnemonic.store.exclusions import SQLiteExclusions
+from mnemonic.store.files import SQLiteFiles
+from mnemonic.store.purge import SQLitePurger
+from mnemonic.store.repair import repair_non_finite_metadata
 from mnemonic.store.sqlite import SQLiteStore
 from mnemonic.store.vector_index import PATH_NAME, VectorIndex
 from mnemonic.timeutil import utcnow
@@ -86,10 +94,11 @@ def limit_blas_threads() -> None:
 
 
 def write_default_config(paths: Paths) -> None:
-    """Write the commented defaults on first start so users can see every knob."""
+    """Write the commented-out template on first start so users can see every knob
+    (setting nothing: defaults stay defaults, see ``render_template_yaml``)."""
     if not paths.config_file.exists():
         paths.config_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        paths.config_file.write_text(render_default_yaml(), encoding="utf-8")
+        write_private_text(paths.config_file, render_template_yaml())
 
 
 def build_watchers(cfg: Config, paths: Paths, clock: SystemClock) -> list[Watcher]:
@@ -97,6 +106,11 @@ def build_watchers(cfg: Config, paths: Paths, clock: SystemClock) -> list[Watche
     daemon without git or a clipboard never imports GitPython or pyperclip."""
     watchers: list[Watcher] = []
     state_dir = paths.data_dir / "watchers"
+    git_watcher = None
+    if cfg.git.enabled:
+        from mnemonic.watchers.git import GitWatcher
+
+        git_watcher = GitWatcher(cfg.git, clock=clock, state_path=state_dir / "git-state.json")
     if cfg.filesystem.enabled and cfg.filesystem.roots:
         from mnemonic.watchers.filesystem import FilesystemWatcher
 
@@ -107,20 +121,27 @@ def build_watchers(cfg: Config, paths: Paths, clock: SystemClock) -> list[Watche
                 # the daemon's own folders: watching them would remember its own writes
                 exclude=(paths.config_dir, paths.data_dir, paths.log_dir),
                 state_path=state_dir / "filesystem-index.json",
+                # a .git appearing under a root: the git watcher looks there at once
+                on_repository=git_watcher.hint if git_watcher is not None else None,
             )
         )
     if cfg.shell_history.enabled:
         from mnemonic.watchers.shell_history import ShellHistoryWatcher
 
-        watchers.append(ShellHistoryWatcher(cfg.shell_history, state_dir, clock=clock))
+        watchers.append(
+            ShellHistoryWatcher(
+                cfg.shell_history,
+                state_dir,
+                clock=clock,
+                hook_file=paths.data_dir / "shell-hook.jsonl",  # `mnemonic shell-hook bash`
+            )
+        )
     if cfg.clipboard.enabled:
         from mnemonic.watchers.clipboard import ClipboardWatcher
 
         watchers.append(ClipboardWatcher(cfg.clipboard, clock=clock))
-    if cfg.git.enabled:
-        from mnemonic.watchers.git import GitWatcher
-
-        watchers.append(GitWatcher(cfg.git, clock=clock))
+    if git_watcher is not None:
+        watchers.append(git_watcher)
     return watchers
 
 
@@ -185,11 +206,13 @@ class Daemon:
             backoff_initial_s=cfg.agents.restart_initial_s,
             backoff_max_s=cfg.agents.restart_max_s,
         )
+        self.watchdog = LoopWatchdog(cfg.agents.loop_stall_threshold_s)
         self.activity = ActivityLog(cfg.events.activity_size, cfg.websocket.content_max_chars)
         self.stream = EventStream(self.bus.subscribe, cfg.websocket)
         recaller = Recaller(
             self.store, self.store, self.store, self.index, self.embedder, cfg.recall
         )
+        self.projects = ProjectResolver(cfg.perception.projects)
         self.service = MemoryService(
             cfg=cfg,
             ingest=self.store,
@@ -204,12 +227,32 @@ class Daemon:
             publish=self.bus.publish,
             redact=lambda text: redact(text).text,
             clock=utcnow,
+            canonical_project=self.projects.canonical,
         )
         self.browse = BrowseService(self.browser, self.store)
-        self.exclusions = ExclusionService(SQLiteExclusions(self.db), RuntimeExclusions())
+        self.purges = PurgeService(
+            SQLitePurger(self.db),
+            self.store,
+            self.index,
+            recall_seqs(recaller),
+            self.bus.publish,
+            self.service.drain,
+            self.activity.forget,
+        )
+        self.files = FileMemories(
+            self.service,
+            SQLiteFiles(self.db),
+            self.store,
+            self.bus.publish,
+            lambda text: redact(text).text,
+            utcnow,
+        )
+        self.exclusions = ExclusionService(
+            SQLiteExclusions(self.db), RuntimeExclusions(), lambda text: redact(text).text
+        )
         self.filter = HeuristicFilter(
             cfg.filter,
-            resolver=ProjectResolver(cfg.perception.projects),
+            resolver=self.projects,
             exclusions=self.exclusions.runtime,
             on_auto_exclude=self.exclusions.persist_auto,
         )
@@ -226,16 +269,18 @@ class Daemon:
         self.service.recall_observers.append(self.metrics.observe_recall)
 
     async def _remember_perceived(self, item: Perceived) -> object:
-        return await self.service.remember(
-            RememberInput(
-                content=item.content,
-                source=item.source,
-                project=item.project,
-                timestamp=item.timestamp,
-                metadata=item.metadata,
-                cause=item.cause,
-            )
+        remember = RememberInput(
+            content=item.content,
+            source=item.source,
+            project=item.project,
+            timestamp=item.timestamp,
+            metadata=item.metadata,
+            cause=item.cause,
         )
+        version = FileVersion.of(remember)  # a watched file: one memory per file
+        if version is not None:
+            return await self.files.observe(version)
+        return await self.service.remember(remember)
 
     async def start(self) -> None:
         """Open the store, load the vector index, subscribe, start the agents."""
@@ -243,6 +288,7 @@ class Daemon:
         await self.db.open()
         try:
             model_changed = await self._record_model(self.embedder)
+            await repair_non_finite_metadata(self.db)
         except StorageUnavailable:  # read-only data folder: serve reads, health says why
             model_changed = False
         entries, vectors = await self.store.index_entries(self.embedder.name)
@@ -259,6 +305,7 @@ class Daemon:
         )
         await self.exclusions.load()
         agents: list[Agent] = [
+            self.watchdog,
             self.encoder,
             PeriodicJob(
                 "encoding-sweep", self.cfg.encoding.sweep_interval_s, self.encoder.sweep, self.clock
@@ -418,6 +465,8 @@ class Daemon:
             events_published=self.bus.published,
             websocket_clients=self.stream.clients,
             vectors=len(self.index),
+            loop_stalls=self.watchdog.stalls,
+            loop_longest_stall_s=self.watchdog.longest_s,
         )
 
     def app(self) -> Starlette:
@@ -442,6 +491,7 @@ class Daemon:
             extra_routes=[
                 *build_browse_routes(self.service, self.browse, self.activity, self.stats),
                 *build_exclusion_routes(self.exclusions),
+                *build_purge_routes(self.service, self.purges),
                 WebSocketRoute("/ws", self.stream.endpoint),
             ],
             metrics=self.metrics,
@@ -459,12 +509,10 @@ def serve(cfg: Config, paths: Paths) -> int:
     paths.ensure()
     setup_logging(cfg.logging.level, paths.log_dir)
     write_default_config(paths)
+    restrict(paths.config_file)  # a config.yaml an older build or an editor made 0644
     token = load_or_create_token(paths, os.environ.get(TOKEN_ENV))
 
     def build(notices: list[str]) -> Starlette:
         return Daemon(cfg, paths, token, notices=notices).app()
 
-    log.info(
-        "serving on http://%s:%d (data in %s)", cfg.server.host, cfg.server.port, paths.data_dir
-    )
     return runner.run(build, host=cfg.server.host, port=cfg.server.port, paths=paths)

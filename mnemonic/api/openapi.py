@@ -35,6 +35,7 @@ from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 
 from mnemonic.api import responses as r
 from mnemonic.api.docs import ASSETS
+from mnemonic.api.purge_routes import ForgetAnswer, PurgeAnswer, PurgeBody
 from mnemonic.api.schemas import (
     ActivityParams,
     AmendBody,
@@ -119,6 +120,11 @@ class RouteDoc:
         return self.method, self.path
 
 
+PURGE = QueryParam(
+    "purge",
+    {"type": "boolean", "default": False},
+    "Delete for good instead of archiving (the answer is then a purge report).",
+)
 WAIT = QueryParam(
     "wait",
     {"type": "boolean", "default": False},
@@ -211,9 +217,36 @@ ROUTE_DOCS: tuple[RouteDoc, ...] = (
     RouteDoc(
         "DELETE",
         _MEMORY,
-        "Forget a memory (archive it; nothing is destroyed)",
+        "Forget a memory (archive it), or with purge=true delete it for good",
+        ForgetAnswer,
+        flags=(PURGE,),
+        errors=(422,),
+        tags=("memories",),
+        description="Without `purge` the memory is archived: hidden from default recall, "
+        "nothing destroyed. `purge=true` removes it, the memories merged into it, their raw "
+        "observations, amendments, vectors, links and the query logs that name them, then "
+        "rewrites the database file (VACUUM, WAL truncated) so the bytes are gone.",
+    ),
+    RouteDoc(
+        "POST",
+        _MEMORY + "/unarchive",
+        "Bring an archived memory back (archived -> active)",
         r.Memory,
         tags=("memories",),
+        description="A memory in any other state is answered unchanged (200).",
+    ),
+    RouteDoc(
+        "POST",
+        "/api/v1/purge",
+        "Delete memories for good: a list of ids, a project, or what a query finds",
+        PurgeAnswer,
+        body=PurgeBody,
+        errors=(404,),
+        tags=("memories",),
+        description="`dry_run: true` only lists what would be removed (with each "
+        "memory's first line). A query is matched over every state and is not logged. 404 "
+        "when an id names no memory (nothing is purged then). An audit row records that a "
+        "purge happened and how much it removed, never what.",
     ),
     RouteDoc(
         "GET",
