@@ -15,7 +15,9 @@ Left out, each for a reason that is a design decision rather than a bug:
   destructive), so it stays readable with ``state: archived``;
 * ``positive_data_acceptance`` may see 422 where validity depends on server state that a
   schema cannot express: a ``cursor`` the server never issued (list routes), and
-  ``memory_ids`` that were not results of that query (feedback).
+  ``memory_ids`` that were not results of that query (feedback), and exclusion paths whose
+  validity depends on the machine (``~name`` of a user it does not have, a path that
+  normalises to ``/``, a path that looks like it holds a secret: issue 9).
 
 ``MNEMONIC_FUZZ_SEED`` replays a run (the seed of every run is in its output).
 """
@@ -48,6 +50,11 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404",
 [[operations]]
 include-path = "/api/v1/feedback"
 include-method = "POST"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "422"]
+
+[[operations]]
+include-path = "/api/v1/exclusions"
+include-method = ["POST", "DELETE"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "422"]
 """
 
