@@ -270,3 +270,31 @@ def test_project_aliases_apply_to_writes_and_recall_filters(
     assert [r["memory"]["project"] for r in hits.json()["results"]] == ["acme-billing"]
     made = remember(client, "a note filed under the alias", project="Billing")
     assert client.get(f"/api/v1/memories/{made['memory_id']}").json()["project"] == "acme-billing"
+
+
+def test_feedback_on_a_query_purged_meanwhile_is_not_found(client: TestClient) -> None:
+    """The fuzzer found a 500: a purge removed a query's record between feedback reading it
+    and writing the rating (foreign key). The write itself now checks, in its transaction."""
+    from mnemonic.store.models import Quality
+
+    store = client.daemon.store
+    result = client.portal.call(  # type: ignore[union-attr]
+        store.record_feedback, "no-such-query", Quality.HELPFUL, [], 0.1, (0.5, 1.5)
+    )
+    assert result is None
+    made = remember(client, "the deploy runs on fridays")
+    answer = client.post("/api/v1/query", json={"query": "deploy fridays"}).json()
+    purged = client.delete(f"/api/v1/memories/{made['memory_id']}", params={"purge": "true"})
+    assert purged.status_code == 200, purged.text
+    rated = client.post(
+        "/api/v1/feedback", json={"query_id": answer["query_id"], "quality": "helpful"}
+    )
+    assert rated.status_code == 404, rated.text
+
+
+def test_control_characters_around_a_project_name_are_refused(client: TestClient) -> None:
+    """The published pattern refuses them anywhere; stripping first let "\\x0bname" in."""
+    for project in ("\x0bbilling", "billing\t", "\nbilling"):
+        response = client.get("/api/v1/activity", params={"project": project})
+        assert response.status_code == 422, project
+    assert client.get("/api/v1/activity", params={"project": "  billing "}).status_code == 200

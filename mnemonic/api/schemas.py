@@ -97,11 +97,12 @@ def _text_field(max_length: int) -> Any:
 
 
 def _valid_project(value: str) -> str:
-    name = value.strip()
-    problem = project_problem(name, _redact_text)
+    # judged as sent (a control character at either end breaks the published pattern
+    # too), then stripped
+    problem = project_problem(value, _redact_text)
     if problem is not None:
         raise ValueError(problem)
-    return name
+    return value.strip()
 
 
 def _redact_text(text: str) -> str:

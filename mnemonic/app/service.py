@@ -396,6 +396,8 @@ class MemoryService:
         changed = await self._feedback.record_feedback(
             query_id, quality, rated, delta, (fb.utility_min, fb.utility_max)
         )
+        if changed is None:  # purged while this request was on its way
+            raise NotFoundError("query", query_id)
         rated_seqs = set((await self._memories.seqs_of(rated)).values())
         edges = [e for e in record.edges if e[1] in rated_seqs]
         link_delta = fb.link_step if quality is not Quality.IRRELEVANT else -fb.link_step

@@ -151,7 +151,7 @@ class FeedbackStore(Protocol):
         memory_ids: Sequence[str],
         utility_delta: float,
         bounds: tuple[float, float],
-    ) -> int: ...
+    ) -> int | None: ...
 
 
 class MetaStore(Protocol):

@@ -541,11 +541,17 @@ class SQLiteStore(_VectorMaintenance):
         memory_ids: Sequence[str],
         utility_delta: float,
         bounds: tuple[float, float],
-    ) -> int:
-        """Store the rating and move the rated memories' utility, clamped to ``bounds``."""
+    ) -> int | None:
+        """Store the rating and move the rated memories' utility, clamped to ``bounds``;
+        None when the query is no longer recorded (a purge removed it after it was read)."""
 
-        def work(conn: sqlite3.Connection) -> int:
+        def work(conn: sqlite3.Connection) -> int | None:
             now = to_db(utcnow())
+            if (
+                conn.execute("SELECT 1 FROM retrieval_queries WHERE id = ?", (query_id,)).fetchone()
+                is None
+            ):
+                return None
             conn.execute(
                 "INSERT INTO retrieval_feedback (query_id, quality, memory_ids, created_at)"
                 " VALUES (?, ?, ?, ?)",
