@@ -36,7 +36,7 @@ from mnemonic.encoding import (
 from mnemonic.events.types import WatcherEvent
 from mnemonic.perception import frequency, projects, score
 from mnemonic.perception.filter import HeuristicFilter, event_text
-from mnemonic.recall import fts_query
+from mnemonic.recall import evidence, fts_query, mmr
 from mnemonic.redact import is_secret_path, redact, redact_json
 from mnemonic.store.models import MemoryType
 
@@ -159,6 +159,10 @@ FUNCTIONS: dict[str, Callable[[str], object]] = {
     # recall
     "fts_query.query_terms": fts_query.query_terms,
     "fts_query.to_match": fts_query.to_match,
+    "evidence.coverage": lambda s: evidence.coverage(
+        evidence.content_terms(fts_query.query_terms(s[:2000])), s
+    ),
+    "mmr.word_pairs": mmr.word_pairs,
 }
 
 
