@@ -17,6 +17,7 @@ import re
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,31 @@ OFF_TOPIC = [
     "Which numpy version pins the ABI?",
 ]
 _WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def ingest(
+    client: Any, items: list[dict[str, Any]], project: str, key: str
+) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """Post ``items`` (turns with text and timestamp) as memories of ``project`` in batches
+    of 500, waiting for encoding; each turn with the API's result for it. ``key`` names the
+    turn's own id, kept in metadata."""
+    for start in range(0, len(items), 500):
+        chunk = items[start : start + 500]
+        body = {
+            "memories": [
+                {
+                    "content": t["text"],
+                    "timestamp": t["timestamp"],
+                    "project": project,
+                    "source": "ingest",
+                    "metadata": {key: t[key]},
+                }
+                for t in chunk
+            ]
+        }
+        resp = client.post("/api/v1/memories/batch", params={"wait": "true"}, json=body)
+        resp.raise_for_status()
+        yield from zip(chunk, resp.json()["results"], strict=True)
 
 
 def parse_date(text: str) -> datetime:
@@ -170,24 +196,8 @@ def run_daemon(data: list[dict[str, Any]], settings: dict[str, str]) -> dict[str
             n_turns += len(items)
             memory_dias: dict[str, list[str]] = defaultdict(list)
             t0 = time.perf_counter()
-            for start in range(0, len(items), 500):
-                chunk = items[start : start + 500]
-                body = {
-                    "memories": [
-                        {
-                            "content": t["text"],
-                            "timestamp": t["timestamp"],
-                            "project": project,
-                            "source": "ingest",
-                            "metadata": {"dia_id": t["dia_id"]},
-                        }
-                        for t in chunk
-                    ]
-                }
-                resp = client.post("/api/v1/memories/batch", params={"wait": "true"}, json=body)
-                resp.raise_for_status()
-                for t, r in zip(chunk, resp.json()["results"], strict=True):
-                    memory_dias[r["memory_id"]].append(t["dia_id"])
+            for t, r in ingest(client, items, project, "dia_id"):
+                memory_dias[r["memory_id"]].append(t["dia_id"])
             ingest_s += time.perf_counter() - t0
             known = {t["dia_id"] for t in items}
             for q in questions(sample, known):

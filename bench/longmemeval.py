@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from locomo import ingest
 from server import running_daemon
 
 DEFAULT_DATA = (
@@ -105,28 +106,12 @@ def run_daemon(data: list[dict[str, Any]], settings: dict[str, str]) -> dict[str
             project = question["question_id"]
             by_id: dict[str, dict[str, Any]] = {}
             t0 = time.perf_counter()
-            for start in range(0, len(items), 500):
-                chunk = items[start : start + 500]
-                body = {
-                    "memories": [
-                        {
-                            "content": t["text"],
-                            "timestamp": t["timestamp"],
-                            "project": project,
-                            "source": "ingest",
-                            "metadata": {"session": t["session"]},
-                        }
-                        for t in chunk
-                    ]
-                }
-                resp = client.post("/api/v1/memories/batch", params={"wait": "true"}, json=body)
-                resp.raise_for_status()
-                for t, r in zip(chunk, resp.json()["results"], strict=True):
-                    # a repeated turn is one memory: it counts as evidence if any copy is
-                    held = by_id.get(r["memory_id"])
-                    by_id[r["memory_id"]] = (
-                        t if held is None else {**held, "answer": held["answer"] or t["answer"]}
-                    )
+            for t, r in ingest(client, items, project, "session"):
+                # a repeated turn is one memory: it counts as evidence if any copy is
+                held = by_id.get(r["memory_id"])
+                by_id[r["memory_id"]] = (
+                    t if held is None else {**held, "answer": held["answer"] or t["answer"]}
+                )
             ingest_s += time.perf_counter() - t0
             n_turns += len(items)
             t1 = time.perf_counter()

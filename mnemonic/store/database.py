@@ -15,7 +15,7 @@ import logging
 import re
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -295,13 +295,7 @@ class Database:
         log row) is small enough to fit in WAL pages a nearly full disk still has, so its
         success does not count as the storage having recovered.
         """
-        if self._writer is None and not self._all_readers:
-            raise RuntimeError("database is not open")
-        async with self._write_lock:
-            if self._writer is None:
-                await self._reopen_writable()
-            writer = self._writer
-            assert writer is not None
+        async with self._writer_locked() as writer:
             try:
                 result, changed = await _on_thread(writer, partial(_in_transaction, fn=fn))
             except sqlite3.Error as exc:
@@ -323,6 +317,12 @@ class Database:
         """Run ``fn`` on the writer's thread with the write lock held but no transaction
         open: for what SQLite refuses inside one (``VACUUM``, ``wal_checkpoint``). Used by
         a purge to make deleted bytes leave the file; ``fn`` handles its own errors."""
+        async with self._writer_locked() as writer:
+            return await _on_thread(writer, fn)
+
+    @contextlib.asynccontextmanager
+    async def _writer_locked(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The writer, with the write lock held (reopened first after a failure)."""
         if self._writer is None and not self._all_readers:
             raise RuntimeError("database is not open")
         async with self._write_lock:
@@ -330,7 +330,7 @@ class Database:
                 await self._reopen_writable()
             writer = self._writer
             assert writer is not None
-            return await _on_thread(writer, fn)
+            yield writer
 
     @property
     def write_failure(self) -> str | None:

@@ -50,15 +50,10 @@ _MISSING_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR})
 
 def read_snapshot(path: str, max_bytes: int, *, secret: bool) -> FileSnapshot:
     """Look at ``path`` and read its text if it is a small, non-secret, text file."""
-    try:
-        st = os.lstat(path)
-    except OSError as exc:
-        return _failure(exc)
-    early = _classify_mode(st.st_mode)
-    if early is not None:
-        return FileSnapshot(early, size=st.st_size, mtime_ns=st.st_mtime_ns)
-    if secret:
-        return _meta(st, "secret")
+    looked = _look(path, secret=secret)
+    if isinstance(looked, FileSnapshot):
+        return looked
+    st = looked
     if st.st_size > max_bytes:
         return _meta(st, "too_large")
     try:
@@ -126,6 +121,21 @@ def _meta(st: os.stat_result, reason: str) -> FileSnapshot:
     return FileSnapshot("ok", size=st.st_size, mtime_ns=st.st_mtime_ns, reason=reason)
 
 
+def _look(path: str, *, secret: bool) -> os.stat_result | FileSnapshot:
+    """``lstat`` and the checks every read starts with: the answer itself when the path is
+    gone, not a regular file, or a secret file (never opened); else its stat."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return _failure(exc)
+    early = _classify_mode(st.st_mode)
+    if early is not None:
+        return FileSnapshot(early, size=st.st_size, mtime_ns=st.st_mtime_ns)
+    if secret:
+        return _meta(st, "secret")
+    return st
+
+
 def _failure(exc: OSError) -> FileSnapshot:
     if exc.errno in _MISSING_ERRNOS:
         return FileSnapshot("missing")
@@ -137,15 +147,9 @@ def read_tail(path: str, known_size: int | None, max_bytes: int, *, secret: bool
     read), at most its last ``max_bytes`` bytes, starting at a line when cut. A file now
     shorter than ``known_size`` was truncated or rotated: it is read from the start again.
     The same safety rules as :func:`read_snapshot` apply (no links, FIFOs or secrets)."""
-    try:
-        st = os.lstat(path)
-    except OSError as exc:
-        return _failure(exc)
-    early = _classify_mode(st.st_mode)
-    if early is not None:
-        return FileSnapshot(early, size=st.st_size, mtime_ns=st.st_mtime_ns)
-    if secret:
-        return _meta(st, "secret")
+    looked = _look(path, secret=secret)
+    if isinstance(looked, FileSnapshot):
+        return looked
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except OSError as exc:
