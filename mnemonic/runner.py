@@ -340,6 +340,10 @@ def _serve(
         log_config=None,  # the root logger set up by the composition root gets everything
         log_level="warning",
         access_log=False,
+        # compressing every event frame for every /ws client ran on the event loop: during
+        # a 10-client burst it was where all 24 stalls over 250 ms were (loop watchdog);
+        # event frames are small JSON, and the stream stays on loopback
+        ws_per_message_deflate=False,
         # uvicorn's share of the grace period; the lifespan shutdown (drain, stop agents,
         # checkpoint) gets the rest, and the watchdog bounds the total
         timeout_graceful_shutdown=max(1, int(stopper.grace_s * 0.4)),

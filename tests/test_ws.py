@@ -120,3 +120,46 @@ def test_long_content_is_truncated_in_the_stream(make_client: Callable[..., Test
         remember(client, "A fairly long note that goes well past twelve characters.")
         payload = json.loads(ws.receive_text())["payload"]
     assert payload["content"] == "A fairly lon…" and payload["content_truncated"] is True
+
+
+def test_one_clients_backlog_does_not_hold_the_event_loop(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """A burst of events to a /ws client used to be sent in one go: with uvicorn's
+    websockets protocol a send that fits the socket buffer never yields, so 3,000 queued
+    events held the loop for their whole length (the loop watchdog caught 24 such stalls
+    in a benchmark). The socket is stood in for by one whose send never yields, as a real
+    one with buffer room; measured by frames, not time: how many frames leave between two
+    turns of another task."""
+    import asyncio
+
+    from mnemonic.api.ws import _Client
+
+    class NeverYields:
+        def __init__(self) -> None:
+            self.sent: list[str] = []
+
+        async def send_text(self, text: str) -> None:
+            self.sent.append(text)
+
+    stream = make_client().daemon.stream  # type: ignore[attr-defined]
+
+    async def burst() -> tuple[int, int]:
+        ws_client, socket = _Client(5000, None), NeverYields()
+        for i in range(3000):
+            event = MemoryEncoded(
+                raw_id=f"r{i}", memory_id=f"m{i}", project=None, memory_type="general", links=0
+            )
+            ws_client.offer(event)
+        sender = asyncio.create_task(stream._send(socket, ws_client))
+        ws_client.wake.set()
+        most, before = 0, 0
+        while len(socket.sent) < 3000:
+            await asyncio.sleep(0)
+            most, before = max(most, len(socket.sent) - before), len(socket.sent)
+        sender.cancel()
+        return most, len(socket.sent)
+
+    most_per_turn, sent = asyncio.run(burst())
+    assert sent == 3000
+    assert most_per_turn <= 32, most_per_turn

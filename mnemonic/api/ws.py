@@ -120,7 +120,13 @@ class EventStream:
             if loop.time() >= next_ping:
                 await websocket.send_text(json.dumps({"type": "ping", "at": utcnow().isoformat()}))
                 next_ping = loop.time() + self._cfg.ping_interval_s
+            sent = 0
             while client.queue or client.unreported:
+                sent += 1
+                if sent % _FRAMES_PER_TURN == 0:
+                    # a send that fits the socket buffer never yields: without this, one
+                    # client's backlog of thousands of events held the loop for its length
+                    await asyncio.sleep(0)
                 if client.unreported:
                     count, client.unreported = client.unreported, 0
                     await websocket.send_text(json.dumps({"type": "dropped", "count": count}))
@@ -132,6 +138,9 @@ class EventStream:
     async def close_all(self) -> None:
         """Nothing to do per client: their handlers end when the server closes sockets."""
         self._clients.clear()
+
+
+_FRAMES_PER_TURN = 16
 
 
 async def _until_disconnect(websocket: WebSocket) -> None:
