@@ -13,7 +13,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ import pytest
 import yaml
 from support.daemon_proc import TOKEN, DaemonProc, running
 from support.secrets import all_secret_values, load_secret_cases
+from support.ws import FrameRecorder
 
 GIT = shutil.which("git")
 
@@ -59,31 +59,6 @@ def write_config(home: Path, config: dict[str, Any]) -> None:
     folder = home / "config"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-
-
-class FrameRecorder:
-    """Every text frame of one ``/ws`` connection, collected on a thread."""
-
-    def __init__(self, url: str) -> None:
-        from websockets.sync.client import connect
-
-        self.frames: list[str] = []
-        self._ws = connect(url, additional_headers={"Authorization": f"Bearer {TOKEN}"})
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        from websockets.exceptions import ConnectionClosed
-
-        try:
-            for message in self._ws:
-                self.frames.append(message if isinstance(message, str) else message.decode())
-        except ConnectionClosed:
-            pass
-
-    def close(self) -> None:
-        self._ws.close()
-        self._thread.join(timeout=10)
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import string
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,8 +19,8 @@ from typing import Any
 
 import httpx
 import pytest
-from support.daemon_proc import TOKEN, running
-from websockets.sync.client import connect
+from support.daemon_proc import running
+from support.ws import FrameRecorder
 
 WRITE_METHODS = ("post", "put", "patch", "delete")
 Planting = Callable[[str], "Planter | None"]
@@ -112,27 +111,6 @@ def _operations(spec: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]
                 yield path, method, item[method]
 
 
-class FrameCollector:
-    """Every /ws frame the daemon sends while the test runs, from a background thread."""
-
-    def __init__(self, url: str) -> None:
-        self.frames: list[str] = []
-        self._ws = connect(url, additional_headers={"Authorization": f"Bearer {TOKEN}"})
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        try:
-            for frame in self._ws:
-                self.frames.append(frame if isinstance(frame, str) else frame.decode())
-        except Exception:  # the connection closes when the test ends
-            return
-
-    def close(self) -> None:
-        self._ws.close()
-        self._thread.join(timeout=5)
-
-
 def _found_in(planter: Planter, haystacks: dict[str, str]) -> list[str]:
     return [
         f"{where} leaked into {name}"
@@ -147,7 +125,7 @@ def test_a_secret_in_any_string_field_of_any_write_is_stored_nowhere(tmp_path: P
     home = tmp_path / "home"
     planter = Planter()
     with running(home, env={"MNEMONIC_LOGGING__LEVEL": "DEBUG"}) as daemon:
-        frames = FrameCollector(f"ws://127.0.0.1:{daemon.port}/ws")
+        frames = FrameRecorder(f"ws://127.0.0.1:{daemon.port}/ws")
         with daemon.client() as http:
             spec = http.get("/openapi.json").json()
             ids = _existing_ids(http)

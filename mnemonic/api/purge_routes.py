@@ -161,7 +161,7 @@ def build_purge_routes(service: MemoryService, purges: PurgeService) -> list[Rou
         return JSONResponse(purge_json(report))
 
     async def unarchive(request: Request) -> Response:
-        memory = await purges.unarchive(request.path_params["memory_id"])
+        memory = await service.unarchive(request.path_params["memory_id"])
         return JSONResponse(memory_json(memory))
 
     return [

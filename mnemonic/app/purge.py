@@ -1,8 +1,8 @@
-"""The application layer's purge and unarchive: the one implementation REST (and, through
+"""The application layer's purge: the one implementation REST (and, through
 REST, the CLI) calls.
 
-``forget`` archives and ``unarchive`` brings an archived memory back; ``purge`` is the only
-operation that destroys content. A purge removes the selection from the store (see
+``forget`` archives and ``unarchive`` brings an archived memory back (both in
+``app/service.py``); ``purge`` is the only operation that destroys content. A purge removes the selection from the store (see
 ``store/purge.py`` for every table it touches), hides it from the in-memory vector index,
 drops the buffered activity events that name it, publishes ``MemoryPurged`` (ids only) and
 then rewrites the database file so the bytes are gone from it and its WAL.
@@ -20,10 +20,10 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from mnemonic.errors import InvalidInputError, NotFoundError
-from mnemonic.events.types import Event, MemoryPurged, MemoryStateChanged
+from mnemonic.events.types import Event, MemoryPurged
 from mnemonic.recall.pipeline import Recaller
 from mnemonic.store.base import Filters, MemoryStore
-from mnemonic.store.models import Memory, MemoryState
+from mnemonic.store.models import MemoryState
 from mnemonic.store.purge import PurgeCounts, PurgeItem, Scope, SQLitePurger
 from mnemonic.store.vector_index import VectorIndex
 
@@ -161,31 +161,6 @@ class PurgeService:
             compacted.checkpointed,
             took_ms,
         )
-
-    # ---- the way back from forget -------------------------------------------------------
-    async def unarchive(self, memory_id: str) -> Memory:
-        """Archived -> active. Any other state is answered unchanged (idempotent: calling it
-        twice, or on a memory that was never archived, is not an error); a merged memory
-        stays merged, its gist holds its text."""
-        memory = await self._memories.get(memory_id)
-        if memory is None:
-            raise NotFoundError("memory", memory_id)
-        if memory.state is not MemoryState.ARCHIVED:
-            return memory
-        updated = await self._memories.set_state(memory_id, MemoryState.ACTIVE)
-        if updated is None:  # purged in between
-            raise NotFoundError("memory", memory_id)
-        self._index.set_state(updated.seq, MemoryState.ACTIVE.value)
-        self._publish(
-            MemoryStateChanged(
-                memory_id=updated.id,
-                project=updated.project or None,
-                old_state=memory.state.value,
-                new_state=updated.state.value,
-                reason="unarchived",
-            )
-        )
-        return updated
 
 
 def _without_text(item: PurgeItem) -> PurgeItem:

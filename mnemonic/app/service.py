@@ -262,10 +262,23 @@ class MemoryService:
     async def forget(self, memory_id: str) -> Memory:
         """Archive: hidden from default recall, never deleted."""
         before = await self.get(memory_id)
-        memory = await self._memories.set_state(memory_id, MemoryState.ARCHIVED)
-        if memory is None:
-            raise NotFoundError("memory", memory_id)
-        self._index.set_state(memory.seq, MemoryState.ARCHIVED.value)
+        return await self._set_state(before, MemoryState.ARCHIVED, "forgotten")
+
+    async def unarchive(self, memory_id: str) -> Memory:
+        """Archived -> active, the way back from ``forget``. Any other state is answered
+        unchanged (idempotent: calling it twice, or on a memory that was never archived, is
+        not an error); a merged memory stays merged, its gist holds its text."""
+        memory = await self.get(memory_id)
+        if memory.state is not MemoryState.ARCHIVED:
+            return memory
+        return await self._set_state(memory, MemoryState.ACTIVE, "unarchived")
+
+    async def _set_state(self, before: Memory, state: MemoryState, reason: str) -> Memory:
+        """Store the state, keep the vector index's filter column in step, and say so."""
+        memory = await self._memories.set_state(before.id, state)
+        if memory is None:  # purged in between
+            raise NotFoundError("memory", before.id)
+        self._index.set_state(memory.seq, memory.state.value)
         if before.state is not memory.state:
             self._publish(
                 MemoryStateChanged(
@@ -273,7 +286,7 @@ class MemoryService:
                     project=memory.project or None,
                     old_state=before.state.value,
                     new_state=memory.state.value,
-                    reason="forgotten",
+                    reason=reason,
                 )
             )
         return memory
