@@ -1,11 +1,12 @@
-"""The application layer's purge: the one implementation REST (and, through
-REST, the CLI) calls.
+"""The application layer's purge: the one implementation REST (and, through REST, the
+CLI) calls.
 
 ``forget`` archives and ``unarchive`` brings an archived memory back (both in
-``app/service.py``); ``purge`` is the only operation that destroys content. A purge removes the selection from the store (see
-``store/purge.py`` for every table it touches), hides it from the in-memory vector index,
-drops the buffered activity events that name it, publishes ``MemoryPurged`` (ids only) and
-then rewrites the database file so the bytes are gone from it and its WAL.
+``app/service.py``); ``purge`` is the only operation that destroys content. A purge
+removes the selection from the store (see ``store/purge.py`` for every table it touches),
+hides it from the in-memory vector index, drops the buffered activity events that name
+it, publishes ``MemoryPurged`` (ids only) and then rewrites the database file so the bytes
+are gone from it and its WAL.
 
 Preview and purge are separate calls on purpose: a face shows the preview and asks before it
 purges (the CLI refuses to purge without a confirmation or ``--yes``). A purge by query
