@@ -137,10 +137,13 @@ def run_watcher(
     *,
     home: Path,
     state_path: Path | None = None,
+    on_repository: Callable[[str], None] | None = None,
 ) -> Harness:
     async def main() -> Harness:
         clock = FakeClock()
-        watcher = FilesystemWatcher(config, clock=clock, home=home, state_path=state_path)
+        watcher = FilesystemWatcher(
+            config, clock=clock, home=home, state_path=state_path, on_repository=on_repository
+        )
         harness = Harness(watcher, clock)
         task = asyncio.create_task(watcher.run(harness.events.append))
         try:
@@ -1549,20 +1552,5 @@ def test_a_new_repository_under_a_root_is_announced(root: Path, home: Path) -> N
         )
         await _until(lambda: bool(hints), 20, "the hint")
 
-    async def main() -> None:
-        clock = FakeClock()
-        watcher = FilesystemWatcher(
-            config(root), clock=clock, home=home, on_repository=hints.append
-        )
-        harness = Harness(watcher, clock)
-        task = asyncio.create_task(watcher.run(harness.events.append))
-        try:
-            await harness.started()
-            await scenario(harness)
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    asyncio.run(main())
+    run_watcher(config(root), scenario, home=home, on_repository=hints.append)
     assert hints[0] == str(root / "fresh")

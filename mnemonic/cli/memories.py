@@ -146,7 +146,11 @@ def forget(
     as_json: JsonFlag = False,
 ) -> None:
     """Forget a memory: it is archived (kept, but no longer recalled by default)."""
-    memory = call("DELETE", f"/api/v1/memories/{memory_id}")
+    show_state(call("DELETE", f"/api/v1/memories/{memory_id}"), as_json)
+
+
+def show_state(memory: dict[str, Any], as_json: bool) -> None:
+    """A memory whose state a command changed: the memory as JSON, or its new state."""
     if as_json:
         emit_json(memory)
     else:

@@ -16,7 +16,7 @@ import typer
 from rich.markup import escape
 
 from mnemonic.cli.exits import EX_USAGE
-from mnemonic.cli.memories import JsonFlag
+from mnemonic.cli.memories import JsonFlag, show_state
 from mnemonic.cli.runtime import call, emit_json, emit_line, err
 
 CONFIRM_WORD = "purge"
@@ -119,11 +119,7 @@ def unarchive(
     as_json: JsonFlag = False,
 ) -> None:
     """Bring a forgotten (archived) memory back into default recall."""
-    memory = call("POST", f"/api/v1/memories/{memory_id}/unarchive")
-    if as_json:
-        emit_json(memory)
-    else:
-        emit_line(f"{memory['state']}: memory {memory['id']}")
+    show_state(call("POST", f"/api/v1/memories/{memory_id}/unarchive"), as_json)
 
 
 def register(app: typer.Typer) -> None:
