@@ -1,0 +1,379 @@
+"""Approximate vector search keyed by seq on a usearch HNSW graph, quantised.
+
+Above a few hundred thousand memories the exact float32 matrix is too big for the daemon's
+memory budget (1.5 GB at 1M) and too slow per query; an HNSW graph over int8 (or float16)
+vectors keeps both small. usearch's Python API takes no filter predicate, so a filter is
+served two ways: when few rows pass (``exact_rows``) their vectors are fetched and scored
+exactly, so a selective filter never loses hits; otherwise the graph is searched for more
+neighbours than asked (in proportion to how many rows pass) and the rest dropped.
+
+int8: usearch turns a float into int8 as ``int(x * 127)``, truncating, and the components
+of a 384-d unit vector are mostly below 0.1, so they land on a handful of levels (measured
+on real MiniLM embeddings: recall@10 0.95 even for usearch's own brute force). Cosine
+ignores scale, so each vector is divided by its largest component and rounded to int8
+here, and the index is given int8 arrays: brute-force recall@10 then 0.995, HNSW 0.99.
+
+usearch keeps per-thread search contexts and a mutating call must not overlap a search,
+so one lock serialises calls into the index; a search holds it for about a millisecond.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+# usearch 2.26's extension loaded first makes a later `import onnxruntime` (1.32) crash
+# with SIGSEGV at import; loaded in this order both work. The embedder needs onnxruntime
+# in the same process, so it is loaded here before usearch.
+with contextlib.suppress(ImportError):
+    import onnxruntime  # noqa: F401
+from usearch.index import Index
+
+from mnemonic.index.vectors import (
+    F32,
+    I64,
+    Hits,
+    Mask,
+    as_seqs,
+    check_vectors,
+    group_queries,
+    last_wins,
+    top_k,
+    within,
+)
+
+QUANTISATIONS = ("i8", "f16", "f32")
+_OVERSAMPLE = 3.0
+"""Neighbours asked = k / (share of rows allowed) x this, so a filter that keeps 5% of rows
+still finds k of them among the graph's answers."""
+_MAX_COUNT = 8192
+"""Beyond this many neighbours a graph search costs more than it saves (about 50 ms)."""
+_LOAD_BLOCK = 16384
+
+
+def _normalise(vectors: F32) -> F32:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out: F32 = (vectors / norms).astype(np.float32, copy=False)
+    return out
+
+
+class HnswVectors:
+    """A usearch HNSW index over seqs with a presence mask; see the module docstring."""
+
+    def __init__(
+        self,
+        dim: int,
+        quantisation: str = "i8",
+        connectivity: int = 16,
+        expansion_add: int = 128,
+        expansion_search: int = 128,
+        exact_rows: int = 2048,
+        _index: Index | None = None,
+        _viewing: Path | None = None,
+    ) -> None:
+        if quantisation not in QUANTISATIONS:
+            raise ValueError(f"quantisation must be one of {QUANTISATIONS}")
+        self._dim = dim
+        self._quantisation = quantisation
+        self.exact_rows = exact_rows
+        self._index = _index or Index(
+            ndim=dim,
+            metric="cos",
+            dtype=quantisation,
+            connectivity=connectivity,
+            expansion_add=expansion_add,
+            expansion_search=expansion_search,
+        )
+        self._index.expansion_search = expansion_search  # type: ignore[misc]
+        self._viewing = _viewing  # a memory-mapped file: read-only until materialised
+        self._present: Mask = np.zeros(1024, dtype=np.bool_)
+        self._count = 0
+        self._lock = threading.Lock()
+
+    # ---- properties ------------------------------------------------------------------------
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def kind(self) -> str:
+        return f"usearch-hnsw-{self._quantisation}"
+
+    @property
+    def quantisation(self) -> str:
+        return self._quantisation
+
+    @property
+    def expansion_search(self) -> int:
+        return int(self._index.expansion_search)
+
+    @expansion_search.setter
+    def expansion_search(self, value: int) -> None:
+        with self._lock:
+            self._index.expansion_search = value  # type: ignore[misc]
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __contains__(self, seq: object) -> bool:
+        if not isinstance(seq, int | np.integer):
+            return False
+        s, present = int(seq), self._present
+        return 0 <= s < len(present) and bool(present[s])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._index.memory_usage) + int(self._present.nbytes)
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "entries": len(self),
+            "bytes": self.nbytes,
+            "dim": self.dim,
+            "connectivity": int(self._index.connectivity),
+            "expansion_search": self.expansion_search,
+            "memory_mapped": self._viewing is not None,
+        }
+
+    # ---- mutations -------------------------------------------------------------------------
+
+    def _prepare(self, vectors: F32) -> npt.NDArray[np.float32 | np.int8]:
+        """Unit vectors; for int8 stretched to the full range and rounded here (see above)."""
+        vecs = _normalise(np.asarray(vectors, dtype=np.float32))
+        if self._quantisation != "i8":
+            return vecs
+        peak = np.abs(vecs).max(axis=1, keepdims=True)
+        peak[peak == 0] = 1.0
+        quantised: npt.NDArray[np.int8] = np.round(vecs * (127.0 / peak)).astype(np.int8)
+        return quantised
+
+    def _mark(self, seqs: I64, value: bool) -> None:
+        present = self._present
+        top = int(seqs.max()) if len(seqs) else -1
+        if top >= len(present):
+            grown = np.zeros(max(top + 1, len(present) + len(present) // 4 + 1024), np.bool_)
+            grown[: len(present)] = present
+            present = grown
+        present[seqs] = value
+        self._present = present  # replaced, never resized: searches hold the old one
+
+    def _materialise(self) -> None:
+        """A memory-mapped index cannot change: copy it into memory before the first write."""
+        if self._viewing is not None:
+            loaded = Index.restore(self._viewing, view=False)
+            if loaded is None:
+                raise RuntimeError(f"cannot load {self._viewing}")
+            loaded.expansion_search = self._index.expansion_search  # type: ignore[misc]
+            self._index = loaded
+            self._viewing = None
+
+    def materialise(self) -> None:
+        """Copy a memory-mapped index into memory now (call it from a worker thread before
+        writes arrive, or the first write pays for it). The copy is read outside the lock
+        (a mapped index never changes), so searches go on meanwhile."""
+        path = self._viewing
+        if path is None:
+            return
+        loaded = Index.restore(path, view=False)
+        if loaded is None:
+            raise RuntimeError(f"cannot load {path}")
+        with self._lock:
+            if self._viewing == path:
+                loaded.expansion_search = self._index.expansion_search  # type: ignore[misc]
+                self._index = loaded
+                self._viewing = None
+
+    def set(self, seqs: I64, vectors: F32) -> None:
+        seqs = as_seqs(seqs)
+        vectors = check_vectors(seqs, vectors, self._dim)
+        if not len(seqs):
+            return
+        seqs, vectors = last_wins(seqs, vectors)
+        prepared = self._prepare(vectors)
+        with self._lock:
+            self._materialise()
+            old = within(seqs, self._present)
+            if len(old):
+                self._index.remove(old.astype(np.uint64))
+            self._index.add(seqs.astype(np.uint64), prepared, threads=0)
+            self._count += len(seqs) - len(old)
+            self._mark(seqs, True)
+
+    def remove(self, seqs: I64) -> None:
+        seqs = within(np.unique(as_seqs(seqs)), self._present)
+        if not len(seqs):
+            return
+        with self._lock:
+            self._materialise()
+            self._index.remove(seqs.astype(np.uint64))
+            self._count -= len(seqs)
+            self._mark(seqs, False)
+
+    def load(self, seqs: I64, matrix: F32) -> None:
+        """Build from ``matrix[i]`` = vector of ``seqs[i]``, in blocks (no full copy)."""
+        seqs = as_seqs(seqs)
+        for a in range(0, len(seqs), _LOAD_BLOCK):
+            self.set(seqs[a : a + _LOAD_BLOCK], matrix[a : a + _LOAD_BLOCK])
+
+    # ---- files -----------------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write to a temporary file beside ``path``, sync it, then rename over ``path``: a
+        reader never sees half a file, and a crash leaves the old one."""
+        target = Path(path)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        try:
+            with self._lock:
+                self._index.save(str(tmp))
+            with open(tmp, "rb") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        view: bool = False,
+        expansion_search: int = 128,
+        exact_rows: int = 2048,
+    ) -> HnswVectors:
+        """Open a saved index; ``view`` memory-maps it (fast, shared pages; copied into
+        memory on the first write). Staleness is the caller's to check."""
+        target = Path(path)
+        index = Index.restore(str(target), view=view)
+        if index is None:
+            raise ValueError(f"{target} is not a usearch index")
+        quantisation = str(index.dtype).rsplit(".", 1)[-1].lower()
+        if quantisation not in QUANTISATIONS:
+            raise ValueError(f"unsupported quantisation {quantisation}")
+        out = cls(
+            int(index.ndim),
+            quantisation=quantisation,
+            expansion_search=expansion_search,
+            exact_rows=exact_rows,
+            _index=index,
+            _viewing=target if view else None,
+        )
+        keys = np.asarray(index.keys, dtype=np.int64)
+        if len(keys):
+            out._mark(keys, True)
+        out._count = len(keys)
+        return out
+
+    # ---- searches --------------------------------------------------------------------------
+
+    def _fetch(self, seqs: I64) -> F32:
+        """Unit float32 vectors of present ``seqs`` (decoded from the index's dtype)."""
+        if not len(seqs):
+            return np.zeros((0, self._dim), dtype=np.float32)
+        got = self._index.get(seqs.astype(np.uint64), dtype="f32")
+        if not isinstance(got, tuple):
+            raise RuntimeError("usearch returned no batch")
+        return _normalise(np.stack([np.asarray(g, dtype=np.float32).reshape(-1) for g in got]))
+
+    def vectors_for(self, seqs: Sequence[int] | I64) -> dict[int, F32]:
+        keep = within(as_seqs(seqs), self._present)
+        with self._lock:
+            vecs = self._fetch(keep)
+        return {int(s): v for s, v in zip(keep, vecs, strict=True)}
+
+    def search(
+        self, query: F32, k: int, allowed: Mask | None = None, candidates: I64 | None = None
+    ) -> Hits:
+        return self.search_many(np.asarray(query).reshape(1, -1), k, [allowed], [candidates])[0]
+
+    def search_many(
+        self,
+        queries: F32,
+        k: int,
+        allowed_per_query: Sequence[Mask | None],
+        candidates_per_query: Sequence[I64 | None],
+    ) -> list[Hits]:
+        """Per group of queries sharing their arrays: an exact product over few allowed
+        rows, else one batched graph search, oversampled and filtered when filtered."""
+        queries = np.asarray(queries, dtype=np.float32)
+        if queries.ndim != 2 or queries.shape[1] != self._dim:
+            raise ValueError(f"queries must have shape [b, {self._dim}]")
+        if len(queries) != len(allowed_per_query) or len(queries) != len(candidates_per_query):
+            raise ValueError("one allowed and one candidates entry per query")
+        out: list[Hits] = [[] for _ in range(len(queries))]
+        if k <= 0 or not self._count:
+            return out
+        for positions in group_queries(allowed_per_query, candidates_per_query).values():
+            i0 = positions[0]
+            block = queries[positions]
+            hits = self._search_group(block, k, allowed_per_query[i0], candidates_per_query[i0])
+            for pos, h in zip(positions, hits, strict=True):
+                out[pos] = h
+        return out
+
+    def _search_group(
+        self, block: F32, k: int, allowed: Mask | None, candidates: I64 | None
+    ) -> list[Hits]:
+        present = self._present
+        if candidates is None and allowed is None:
+            return self._graph(block, k, None, self._count)
+        if candidates is not None:
+            rows = np.unique(within(as_seqs(candidates), present))
+            if allowed is not None:
+                rows = within(rows, allowed)
+            mask = np.zeros(len(present), dtype=np.bool_)
+            mask[rows] = True
+        else:
+            assert allowed is not None
+            m = min(len(present), len(allowed))
+            mask = np.zeros(len(present), dtype=np.bool_)
+            mask[:m] = present[:m] & allowed[:m]
+            rows = np.flatnonzero(mask).astype(np.int64)
+        if not len(rows):
+            return [[] for _ in range(len(block))]
+        if len(rows) <= self.exact_rows:
+            return self._exact(block, k, rows)
+        return self._graph(block, k, mask, len(rows))
+
+    def _exact(self, block: F32, k: int, rows: I64) -> list[Hits]:
+        with self._lock:
+            vecs = self._fetch(rows)
+        scores = _normalise(block) @ vecs.T
+        return [top_k(scores[j], rows, k) for j in range(len(block))]
+
+    def _graph(self, block: F32, k: int, mask: Mask | None, passing: int) -> list[Hits]:
+        total = max(self._count, 1)
+        want = k if mask is None else math.ceil(k * total / passing * _OVERSAMPLE)
+        want = max(k, min(want, total, _MAX_COUNT))
+        prepared = self._prepare(block)
+        out: list[Hits] = [[] for _ in range(len(block))]
+        todo = list(range(len(block)))
+        while todo:
+            with self._lock:
+                found = self._index.search(prepared[todo], want, threads=1)
+            keys = np.asarray(found.keys).reshape(len(todo), -1)
+            dists = np.asarray(found.distances).reshape(len(todo), -1)
+            counts = np.asarray(getattr(found, "counts", [len(keys[0])])).reshape(-1)
+            again: list[int] = []
+            for j, pos in enumerate(todo):
+                seqs = keys[j, : counts[j]].astype(np.int64)
+                scores = 1.0 - dists[j, : counts[j]]
+                if mask is not None:
+                    ok = seqs < len(mask)
+                    ok[ok] = mask[seqs[ok]]
+                    seqs, scores = seqs[ok], scores[ok]
+                out[pos] = [(int(s), float(c)) for s, c in zip(seqs[:k], scores[:k], strict=True)]
+                if len(out[pos]) < min(k, passing) and counts[j] >= want:
+                    again.append(pos)
+            if not again or want >= min(total, _MAX_COUNT):
+                break
+            todo, want = again, min(want * 4, total, _MAX_COUNT)
+        return out

@@ -1,0 +1,317 @@
+"""Vector search keyed by seq: exact numpy, usearch HNSW, and the adaptive switch."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mnemonic.index.hnsw import HnswVectors
+from mnemonic.index.vectors import AdaptiveVectors, ExactVectors, Hits, top_k
+
+DIM = 8
+F32 = npt.NDArray[np.float32]
+
+
+def unit(rng: np.random.Generator, n: int, dim: int = DIM) -> F32:
+    x = rng.standard_normal((n, dim)).astype(np.float32)
+    out: F32 = x / np.linalg.norm(x, axis=1, keepdims=True)
+    return out
+
+
+def clustered(rng: np.random.Generator, n: int, dim: int, clusters: int = 40) -> F32:
+    centres = rng.standard_normal((clusters, dim))
+    x = (centres[rng.integers(0, clusters, n)] + 0.6 * rng.standard_normal((n, dim))).astype(
+        np.float32
+    )
+    out: F32 = x / np.linalg.norm(x, axis=1, keepdims=True)
+    return out
+
+
+def check_top_k(
+    got: Hits,
+    model: dict[int, F32],
+    query: F32,
+    k: int,
+    allowed: npt.NDArray[np.bool_] | None,
+    candidates: npt.NDArray[np.int64] | None,
+) -> None:
+    """``got`` is a correct top-k of the reference model (any order among equal scores)."""
+    valid = {
+        s
+        for s in model
+        if (allowed is None or (s < len(allowed) and allowed[s]))
+        and (candidates is None or s in set(candidates.tolist()))
+    }
+    truth = {s: float(model[s] @ query) for s in valid}
+    seqs = [s for s, _ in got]
+    assert len(seqs) == len(set(seqs)) == min(k, len(valid))
+    assert set(seqs) <= valid
+    for s, score in got:
+        assert score == pytest.approx(truth[s], abs=1e-5)
+    scores = [c for _, c in got]
+    assert scores == sorted(scores, reverse=True)
+    left = [truth[s] for s in valid - set(seqs)]
+    if got and left:
+        assert max(left) <= scores[-1] + 1e-5
+
+
+def same_hits(a: Hits, b: Hits) -> None:
+    """Equal up to float rounding (a matrix product and a vector product round apart)."""
+    assert [s for s, _ in a] == [s for s, _ in b]
+    assert [c for _, c in a] == pytest.approx([c for _, c in b], abs=1e-5)
+
+
+op = st.tuples(st.sampled_from(["set", "remove"]), st.lists(st.integers(0, 60), max_size=12))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ops=st.lists(op, max_size=12),
+    seed=st.integers(0, 2**32 - 1),
+    k=st.integers(0, 12),
+    allowed_len=st.none() | st.integers(0, 70),
+    with_candidates=st.booleans(),
+)
+def test_exact_search_matches_brute_force(
+    ops: list[tuple[str, list[int]]],
+    seed: int,
+    k: int,
+    allowed_len: int | None,
+    with_candidates: bool,
+) -> None:
+    rng = np.random.default_rng(seed)
+    index = ExactVectors(DIM, capacity=4)
+    model: dict[int, F32] = {}
+    for kind, seqs in ops:
+        arr = np.asarray(seqs, dtype=np.int64)
+        if kind == "set":
+            vecs = unit(rng, len(arr))
+            index.set(arr, vecs)
+            for s, v in zip(seqs, vecs, strict=True):
+                model[s] = v
+        else:
+            index.remove(arr)
+            for s in seqs:
+                model.pop(s, None)
+    assert len(index) == len(model)
+    assert all(s in index for s in model)
+    assert not any(s in index for s in range(70) if s not in model)
+    allowed = None if allowed_len is None else rng.random(allowed_len) < 0.5
+    candidates = rng.integers(0, 80, 15).astype(np.int64) if with_candidates else None
+    query = unit(rng, 1)[0]
+    got = index.search(query, k, allowed, candidates)
+    check_top_k(got, model, query, k, allowed, candidates)
+    got_vectors = index.vectors_for([*model, 999])
+    assert set(got_vectors) == set(model)
+    for s, v in got_vectors.items():
+        np.testing.assert_array_equal(v, model[s])
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), b=st.integers(1, 9), k=st.integers(1, 8))
+def test_search_many_equals_one_search_per_query(seed: int, b: int, k: int) -> None:
+    rng = np.random.default_rng(seed)
+    index = ExactVectors(DIM)
+    index.set(np.arange(1, 200, dtype=np.int64), unit(rng, 199))
+    index.remove(rng.integers(0, 200, 30).astype(np.int64))
+    shared_mask = rng.random(250) < 0.3
+    selective = np.zeros(200, dtype=np.bool_)
+    selective[rng.integers(0, 200, 10)] = True
+    shared_cands = rng.integers(0, 220, 40).astype(np.int64)
+    choices: list[tuple[npt.NDArray[np.bool_] | None, npt.NDArray[np.int64] | None]] = [
+        (None, None),
+        (shared_mask, None),
+        (selective, None),
+        (None, shared_cands),
+        (shared_mask, shared_cands),
+    ]
+    picks = [choices[int(i)] for i in rng.integers(0, len(choices), b)]
+    queries = unit(rng, b)
+    many = index.search_many(queries, k, [p[0] for p in picks], [p[1] for p in picks])
+    for q, (allowed, cands), hits in zip(queries, picks, many, strict=True):
+        same_hits(hits, index.search(q, k, allowed, cands))
+
+
+def test_load_adopts_a_taller_matrix_in_place() -> None:
+    rng = np.random.default_rng(3)
+    seqs = np.array([1, 2, 5, 9, 10, 40], dtype=np.int64)
+    vecs = unit(rng, len(seqs))
+    matrix = np.zeros((50, DIM), dtype=np.float32)
+    matrix[: len(seqs)] = vecs
+    index = ExactVectors(DIM)
+    index.load(seqs, matrix)
+    assert len(index) == 6 and 40 in index and 3 not in index and 0 not in index
+    assert index.nbytes == matrix.nbytes + 50  # the matrix itself, no copy
+    for s, v in zip(seqs, vecs, strict=True):
+        np.testing.assert_array_equal(index.vectors_for([int(s)])[int(s)], v)
+    [(seq, score)] = index.search(vecs[3], 1)
+    assert seq == 9 and score == pytest.approx(1.0, abs=1e-6)
+    copied = ExactVectors(DIM)
+    copied.load(seqs[::-1].copy(), vecs[::-1].copy())  # not ascending: copied in blocks
+    assert copied.search(vecs[3], 6) == index.search(vecs[3], 6)
+
+
+def test_top_k_breaks_ties_by_seq() -> None:
+    scores = np.array([0.5, 0.9, 0.5, 0.9], dtype=np.float32)
+    ids = np.array([7, 4, 3, 8], dtype=np.int64)
+    assert [s for s, _ in top_k(scores, ids, 3)] == [4, 8, 3]
+
+
+def exact_recall(index: HnswVectors, exact: ExactVectors, queries: F32, **kw: object) -> float:
+    hit = 0
+    total = 0
+    for q in queries:
+        want = {s for s, _ in exact.search(q, 10, **kw)}  # type: ignore[arg-type]
+        got = {s for s, _ in index.search(q, 10, **kw)}  # type: ignore[arg-type]
+        hit += len(want & got)
+        total += len(want)
+    return hit / total
+
+
+@pytest.mark.parametrize(
+    ("quantisation", "floor"),
+    # tolerance: measured on these 2,000 clustered 128-d points f32 0.993, f16 0.995, i8 0.978
+    # (20% filter: 0.985 each); the floors leave room for graph randomness. The bench
+    # measures real 384-d embeddings at 100k / 1M against the issue's 0.98.
+    [("f32", 0.97), ("f16", 0.97), ("i8", 0.95)],
+)
+def test_hnsw_recall_against_exact(quantisation: str, floor: float) -> None:
+    rng = np.random.default_rng(11)
+    n, dim = 2000, 128
+    vecs = clustered(rng, n, dim)
+    seqs = np.arange(1, n + 1, dtype=np.int64)
+    exact = ExactVectors(dim)
+    exact.set(seqs, vecs)
+    hnsw = HnswVectors(dim, quantisation=quantisation, exact_rows=50)
+    hnsw.load(seqs, vecs)
+    queries = clustered(rng, 60, dim)
+    assert exact_recall(hnsw, exact, queries) >= floor
+    # a 20% filter goes through the graph (oversampled), still finding allowed rows only
+    allowed = rng.random(n + 1) < 0.2
+    assert exact_recall(hnsw, exact, queries, allowed=allowed) >= floor
+    for q in queries[:5]:
+        assert all(allowed[s] for s, _ in hnsw.search(q, 10, allowed))
+    assert hnsw.kind == f"usearch-hnsw-{quantisation}"
+
+
+def test_hnsw_selective_filters_are_exact() -> None:
+    rng = np.random.default_rng(5)
+    n, dim = 1500, 32
+    vecs = clustered(rng, n, dim)
+    seqs = np.arange(1, n + 1, dtype=np.int64)
+    exact = ExactVectors(dim)
+    exact.set(seqs, vecs)
+    hnsw = HnswVectors(dim, quantisation="f32", exact_rows=100, expansion_search=16)
+    hnsw.set(seqs, vecs)
+    allowed = np.zeros(n + 1, dtype=np.bool_)
+    allowed[rng.choice(seqs, 60, replace=False)] = True
+    candidates = rng.choice(seqs, 80, replace=False).astype(np.int64)
+    for q in clustered(rng, 20, dim):
+        for kw in ({"allowed": allowed}, {"candidates": candidates}):
+            got = hnsw.search(q, 10, **kw)
+            want = exact.search(q, 10, **kw)
+            assert [s for s, _ in got] == [s for s, _ in want]
+            assert [c for _, c in got] == pytest.approx([c for _, c in want], abs=1e-5)
+    many = hnsw.search_many(vecs[:4], 5, [allowed, allowed, None, None], [None] * 3 + [candidates])
+    masks = [allowed, allowed, None, None]
+    cands = [None, None, None, candidates]
+    for q, hits, a, c in zip(vecs[:4], many, masks, cands, strict=True):
+        same_hits(hits, hnsw.search(q, 5, a, c))
+
+
+def test_hnsw_replace_and_remove() -> None:
+    rng = np.random.default_rng(9)
+    vecs = unit(rng, 300, 16)
+    seqs = np.arange(300, dtype=np.int64)
+    hnsw = HnswVectors(16, quantisation="f16")
+    hnsw.set(seqs, vecs)
+    hnsw.remove(np.array([5, 6, 7, 5000], dtype=np.int64))
+    assert len(hnsw) == 297 and 5 not in hnsw and 8 in hnsw
+    assert all(s not in (5, 6, 7) for s, _ in hnsw.search(vecs[5], 20))
+    fresh = unit(rng, 2, 16)
+    hnsw.set(np.array([8, 5], dtype=np.int64), fresh)  # replace 8, bring 5 back
+    assert len(hnsw) == 298
+    assert hnsw.search(fresh[0], 1)[0][0] == 8
+    assert hnsw.search(fresh[1], 1)[0][0] == 5
+    got = hnsw.vectors_for([8, 6])
+    assert set(got) == {8}
+    np.testing.assert_allclose(got[8], fresh[0], atol=2e-3)
+
+
+def test_adaptive_switches_without_losing_writes() -> None:
+    rng = np.random.default_rng(21)
+    dim = 16
+    vecs = unit(rng, 120, dim)
+    index = AdaptiveVectors(dim, exact_max=50, quantisation="f32", exact_rows=10)
+    index.set(np.arange(1, 61, dtype=np.int64), vecs[:60])
+    assert index.kind == "numpy-exact" and index.needs_switch
+    build = index.begin_switch()
+    assert index.switching and not index.needs_switch
+    done: list[HnswVectors] = []
+    worker = threading.Thread(target=lambda: done.append(build()))
+    worker.start()
+    # writes and searches while the build runs
+    index.set(np.arange(61, 121, dtype=np.int64), vecs[60:])
+    index.remove(np.array([3, 70], dtype=np.int64))
+    index.set(np.array([4], dtype=np.int64), vecs[119:120])
+    assert index.search(vecs[10], 1)[0][0] == 11
+    worker.join()
+    index.finish_switch(done[0])
+    assert index.kind == "usearch-hnsw-f32" and not index.switching
+    assert len(index) == 118
+    assert 3 not in index and 70 not in index and 120 in index
+    for s in range(1, 121):
+        if s in (3, 70):
+            continue
+        expected = vecs[119 if s == 4 else s - 1]  # seq 4 was overwritten with vecs[119]
+        np.testing.assert_allclose(index.vectors_for([s])[s], expected, atol=1e-5)
+    assert index.search(vecs[30], 1)[0][0] == 31
+    assert index.describe()["entries"] == 118
+
+
+def test_adaptive_load_picks_backend_by_size() -> None:
+    rng = np.random.default_rng(2)
+    vecs = unit(rng, 80, DIM)
+    small = AdaptiveVectors(DIM, exact_max=100)
+    small.load(np.arange(80, dtype=np.int64), vecs)
+    big = AdaptiveVectors(DIM, exact_max=50, quantisation="f16")
+    big.load(np.arange(80, dtype=np.int64), vecs)
+    assert small.kind == "numpy-exact" and big.kind == "usearch-hnsw-f16"
+    assert len(small) == len(big) == 80
+    assert small.search(vecs[7], 1)[0][0] == big.search(vecs[7], 1)[0][0] == 7
+
+
+@pytest.mark.parametrize("view", [False, True])
+def test_hnsw_save_open_round_trip(tmp_path: Path, view: bool) -> None:
+    rng = np.random.default_rng(4)
+    dim = 24
+    vecs = clustered(rng, 500, dim)
+    seqs = np.arange(10, 510, dtype=np.int64)
+    hnsw = HnswVectors(dim, quantisation="i8")
+    hnsw.set(seqs, vecs)
+    hnsw.remove(np.array([10, 11], dtype=np.int64))
+    path = tmp_path / "vectors.usearch"
+    path.write_bytes(b"old")
+    hnsw.save(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vectors.usearch"]
+    opened = HnswVectors.open(path, view=view)
+    assert opened.kind == "usearch-hnsw-i8" and opened.dim == dim
+    assert len(opened) == 498 and 10 not in opened and 12 in opened
+    queries = clustered(rng, 10, dim)
+    for q in queries:
+        assert opened.search(q, 10) == hnsw.search(q, 10)
+    size = path.stat().st_size
+    opened.materialise()
+    assert opened.describe()["memory_mapped"] is False and len(opened) == 498
+    opened.set(np.array([10], dtype=np.int64), vecs[:1])  # a viewed index is copied first
+    assert 10 in opened and opened.describe()["memory_mapped"] is False
+    assert path.stat().st_size == size
+    with pytest.raises(ValueError):
+        (tmp_path / "junk").write_bytes(b"\0" * 64)
+        HnswVectors.open(tmp_path / "junk")
