@@ -230,6 +230,21 @@ class RecallConfig(_Section):
     default_states: list[str] = Field(
         default_factory=lambda: ["active", "fading"], description="States recalled by default."
     )
+    index: Literal["memory", "sql"] = Field(
+        "memory",
+        description="memory = in-memory indexes (fast); sql = SQLite for every query (diagnosis).",
+    )
+    query_cache_size: int = Field(
+        512, ge=0, le=100_000, description="Query vectors kept for repeated queries (0 = none)."
+    )
+    vector_exact_max: int = Field(
+        200_000,
+        ge=1,
+        description="Vectors searched exactly up to this many; past it an HNSW index (usearch).",
+    )
+    index_start_wait_s: float = Field(
+        5.0, ge=0, le=600, description="Start-up waits this long for the recall index build."
+    )
 
 
 class FeedbackConfig(_Section):

@@ -35,6 +35,7 @@ from mnemonic.app.service import MemoryService, RememberInput
 from mnemonic.config import Config, EmbeddingConfig, render_template_yaml
 from mnemonic.errors import StorageUnavailable
 from mnemonic.events.bus import EventBus
+from mnemonic.index.recall_index import RecallIndex
 from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.paths import Paths
 from mnemonic.perception import HeuristicFilter, ProjectResolver, RuntimeExclusions
@@ -53,7 +54,6 @@ from mnemonic.store.files import SQLiteFiles
 from mnemonic.store.purge import SQLitePurger
 from mnemonic.store.repair import repair_non_finite_metadata
 from mnemonic.store.sqlite import SQLiteStore
-from mnemonic.store.vector_index import PATH_NAME, VectorIndex
 from mnemonic.timeutil import utcnow
 from mnemonic.watchers.base import Watcher
 
@@ -160,6 +160,11 @@ class _OneShot:
         return {"progress": self._detail()}
 
 
+def _log_index_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("building the recall index failed", exc_info=task.exception())
+
+
 async def _trim_heap() -> bool:
     """In a worker thread: a trim walks the heap for a few milliseconds."""
     return await asyncio.to_thread(trim_heap)
@@ -189,7 +194,10 @@ class Daemon:
         self.db = Database(paths.database, cfg.storage)
         self.store = SQLiteStore(self.db)
         self.browser = SQLiteBrowser(self.db)
-        self.index = VectorIndex(self.embedder.dim)
+        self.index = RecallIndex(
+            self.embedder.dim, self.embedder.name, vector_exact_max=cfg.recall.vector_exact_max
+        )
+        self.db.follow_changes(self.index)  # every write reaches the index (index/changes.py)
         self.encoder = EncodingAgent(
             self.bus.subscribe,
             self.bus.publish,
@@ -212,6 +220,8 @@ class Daemon:
         recaller = Recaller(
             self.store, self.store, self.store, self.index, self.embedder, cfg.recall
         )
+        self.recaller = recaller
+        self._index_task: asyncio.Task[None] | None = None
         self.projects = ProjectResolver(cfg.perception.projects)
         self.service = MemoryService(
             cfg=cfg,
@@ -220,7 +230,6 @@ class Daemon:
             memories=self.store,
             associations=self.store,
             feedback=self.store,
-            index=self.index,
             recaller=recaller,
             browser=self.browser,
             embedder=self.embedder,
@@ -233,7 +242,6 @@ class Daemon:
         self.purges = PurgeService(
             SQLitePurger(self.db),
             self.store,
-            self.index,
             recall_seqs(recaller),
             self.bus.publish,
             self.service.drain,
@@ -267,6 +275,7 @@ class Daemon:
         self.watchers = [WatcherAgent(w, emit) for w in build_watchers(cfg, paths, self.clock)]
         self.metrics = Metrics(self.metrics_snapshot, version=__version__)
         self.service.recall_observers.append(self.metrics.observe_recall)
+        self.service.stage_observers.append(self.metrics.observe_recall_stages)
 
     async def _remember_perceived(self, item: Perceived) -> object:
         remember = RememberInput(
@@ -291,9 +300,7 @@ class Daemon:
             await repair_non_finite_metadata(self.db)
         except StorageUnavailable:  # read-only data folder: serve reads, health says why
             model_changed = False
-        entries, vectors = await self.store.index_entries(self.embedder.name)
-        if entries:
-            self.index.load(entries, vectors)
+        await self._build_index()
         self.bus.subscribe(
             self.activity.on_event, None, name="activity", queue_size=self.cfg.events.queue_size
         )
@@ -323,7 +330,7 @@ class Daemon:
             agents.append(
                 _OneShot(
                     "reembed",
-                    lambda: reembed(self.store, self.index, self.embedder, self.reembed_progress),
+                    lambda: reembed(self.store, self.embedder, self.reembed_progress),
                     lambda: {
                         "done": self.reembed_progress.done,
                         "total": self.reembed_progress.total,
@@ -332,7 +339,32 @@ class Daemon:
             )
         self.supervisor.start(agents)
         self.ready = True
-        log.info("mnemonic %s ready: %d vectors (%s)", __version__, len(self.index), PATH_NAME)
+        log.info(
+            "mnemonic %s ready: recall index %s, %d vectors (%s)",
+            __version__,
+            self.index.state,
+            len(self.index.vectors),
+            self.index.vectors.kind,
+        )
+
+    async def _build_index(self) -> None:
+        """Build the recall index from SQLite. Start-up waits for it up to
+        ``recall.index_start_wait_s`` (a small store is ready in well under a second);
+        a larger one finishes in the background while recall answers through SQL."""
+        self.index.on_stale = self._rebuild_index
+        task = asyncio.create_task(self.index.build(self.db.run_read), name="mnemonic:index")
+        self._index_task = task
+        task.add_done_callback(_log_index_failure)
+        await asyncio.wait({task}, timeout=self.cfg.recall.index_start_wait_s)
+
+    def _rebuild_index(self) -> None:
+        if self._index_task is not None and not self._index_task.done():
+            return  # the running build replays the change that made the index stale
+        task = asyncio.get_running_loop().create_task(
+            self.index.build(self.db.run_read), name="mnemonic:index-rebuild"
+        )
+        self._index_task = task
+        task.add_done_callback(_log_index_failure)
 
     async def _record_model(self, embedder: EmbeddingProvider) -> bool:
         old_model = await self.store.get_meta("embedding_model")
@@ -360,6 +392,10 @@ class Daemon:
         await self.supervisor.stop(self.cfg.agents.stop_timeout_s)
         await self.exclusions.drain()
         await self.bus.close()
+        if self._index_task is not None and not self._index_task.done():
+            self._index_task.cancel()
+            await asyncio.gather(self._index_task, return_exceptions=True)
+        self.recaller.close()
         await self.db.close()
 
     def degraded_reasons(self, counts: dict[str, int]) -> list[str]:
@@ -403,11 +439,12 @@ class Daemon:
                 },
             },
             "vector_index": {
-                "path": PATH_NAME,
-                "vectors": len(self.index),
+                "path": self.index.vectors.kind,
+                "vectors": len(self.index.vectors),
                 "storage": "sqlite float32 blobs",
-                "bytes": self.index.nbytes,
+                "bytes": self.index.vectors.nbytes,
             },
+            "recall_index": self.index.describe(),
             "agents": self.supervisor.health(),
             "schema_version": self.db.schema_version,
         }
@@ -464,7 +501,7 @@ class Daemon:
             drops=drops,
             events_published=self.bus.published,
             websocket_clients=self.stream.clients,
-            vectors=len(self.index),
+            vectors=len(self.index.vectors),
             loop_stalls=self.watchdog.stalls,
             loop_longest_stall_s=self.watchdog.longest_s,
         )

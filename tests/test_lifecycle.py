@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
+from functools import partial
 
 import numpy as np
 from support.openai_server import OpenAIServer
@@ -12,6 +13,7 @@ from support.openai_server import OpenAIServer
 from mnemonic.app.service import RecallRequest, RememberInput
 from mnemonic.config import load_config
 from mnemonic.daemon import Daemon
+from mnemonic.index.builder import read_everything
 from mnemonic.llm.embedding.onnx import OnnxEmbedder
 from mnemonic.llm.embedding.openai_compat import OpenAICompatibleEmbedder
 from mnemonic.paths import Paths
@@ -71,18 +73,28 @@ def test_the_index_loads_every_vector_across_fetch_chunks(
         written = [
             await daemon.service.recall(RecallRequest(n, limit=3)) for n in ("release", "grafana")
         ]
+        live = daemon.index.vectors_for(range(1, 100))
+        assert len(live) == len(notes)
         for chunk in (1, 3, 8, 2048):
-            entries, vectors = await daemon.store.index_entries(embedder.name, chunk=chunk)
-            seqs = [e.seq for e in entries]
-            assert seqs == sorted(seqs)
-            assert len(entries) == len(notes) == len(vectors)
-            # each row is its own memory's vector (as encoding put it in the live index)
-            live = daemon.index.vectors_for(seqs)
-            np.testing.assert_array_equal(vectors, np.vstack([live[s] for s in seqs]))
+            built = await daemon.db.run_read(
+                partial(
+                    read_everything,
+                    model=embedder.name,
+                    dim=embedder.dim,
+                    exact_max=10**6,
+                    chunk=chunk,
+                )
+            )
+            loaded = built.vectors.vectors_for(sorted(live))
+            # each row is its own memory's vector (as the change feed put it in the live index)
+            assert sorted(loaded) == sorted(live)
+            for seq, vector in live.items():
+                np.testing.assert_array_equal(loaded[seq], vector)
+            assert len(built.columns) == len(notes)
         await daemon.stop()
         again = Daemon(load_config(None), paths, "t", embedder=embedder)
         await again.start()
-        assert len(again.index) == len(notes)
+        assert len(again.index.vectors) == len(notes)
         reread = [
             await again.service.recall(RecallRequest(n, limit=3)) for n in ("release", "grafana")
         ]

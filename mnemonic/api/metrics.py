@@ -41,6 +41,7 @@ _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"
 _HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 # Recall's budget is 50 ms at p95, so the buckets are finer around it.
 _RECALL_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0, 2.5)
+_STAGE_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0)
 _SERIAL = re.compile(r"^(.*?):\d+$")
 
 
@@ -156,6 +157,13 @@ class Metrics:
             buckets=_RECALL_BUCKETS,
             registry=self.registry,
         )
+        self._stages = Histogram(
+            "mnemonic_recall_stage_seconds",
+            "Recall time per pipeline stage (entry points, ranking, hydration, finishing).",
+            ["stage"],
+            buckets=_STAGE_BUCKETS,
+            registry=self.registry,
+        )
         self._snapshot_errors = Counter(
             "mnemonic_metrics_snapshot_errors",
             "Scrapes whose daemon snapshot failed.",
@@ -179,6 +187,10 @@ class Metrics:
 
     def observe_recall(self, seconds: float) -> None:
         self._recall.observe(seconds)
+
+    def observe_recall_stages(self, stages: Mapping[str, float]) -> None:
+        for stage, seconds in stages.items():
+            self._stages.labels(stage).observe(seconds)
 
     async def render(self) -> bytes:
         """Take a fresh snapshot, then the text exposition of the whole registry."""

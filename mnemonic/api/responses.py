@@ -164,6 +164,18 @@ class VectorIndexHealth(_Out):
     bytes: Count
 
 
+class RecallIndexHealth(_Out):
+    state: Literal["empty", "building", "ready", "stale"] = Field(
+        description="ready = recall runs in memory; otherwise it answers through SQL."
+    )
+    build_seconds: float | None = Field(description="How long the latest build took.")
+    builds: Count
+    last_error: str | None
+    entry_points: dict[str, dict[str, Any]] = Field(
+        description="Per entry point (full_text, vectors, graph, columns): kind and size."
+    )
+
+
 class AgentStatus(_Out):
     name: str
     state: str = Field(description="starting, running, restarting, finished or stopped.")
@@ -186,6 +198,7 @@ class Health(_Out):
     memories: dict[str, int]
     embedding: EmbeddingHealth
     vector_index: VectorIndexHealth
+    recall_index: RecallIndexHealth
     agents: list[AgentHealth]
     schema_version: int
 

@@ -3,9 +3,9 @@ CLI) calls.
 
 ``forget`` archives and ``unarchive`` brings an archived memory back (both in
 ``app/service.py``); ``purge`` is the only operation that destroys content. A purge
-removes the selection from the store (see ``store/purge.py`` for every table it touches),
-hides it from the in-memory vector index, drops the buffered activity events that name
-it, publishes ``MemoryPurged`` (ids only) and then rewrites the database file so the bytes
+removes the selection from the store (see ``store/purge.py`` for every table it touches;
+the recall index follows through the change feed), drops the buffered activity events that
+name it, publishes ``MemoryPurged`` (ids only) and then rewrites the database file so the bytes
 are gone from it and its WAL.
 
 Preview and purge are separate calls on purpose: a face shows the preview and asks before it
@@ -26,7 +26,6 @@ from mnemonic.recall.pipeline import Recaller
 from mnemonic.store.base import Filters, MemoryStore
 from mnemonic.store.models import MemoryState
 from mnemonic.store.purge import PurgeCounts, PurgeItem, Scope, SQLitePurger
-from mnemonic.store.vector_index import VectorIndex
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +66,6 @@ class PurgeService:
         self,
         purger: SQLitePurger,
         memories: MemoryStore,
-        index: VectorIndex,
         find: FindSeqs,
         publish: Publish,
         drain: Callable[[], Awaitable[None]],
@@ -75,7 +73,6 @@ class PurgeService:
     ) -> None:
         self._purger = purger
         self._memories = memories
-        self._index = index
         self._find = find
         self._publish = publish
         self._drain = drain  # waits for query logs being written (they may name the purged)
@@ -133,8 +130,6 @@ class PurgeService:
         await self._drain()
         purged = await self._purger.purge(scope, memory_ids, seqs, project)
         ids = [item.id for item in purged.items]
-        for item in purged.items:
-            self._index.remove(item.seq)
         counts = purged.counts
         # a recall answered before the purge may have logged its query after it
         await self._drain()

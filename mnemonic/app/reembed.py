@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.store.sqlite import SQLiteStore
-from mnemonic.store.vector_index import VectorIndex
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +25,6 @@ class ReembedProgress:
 
 async def reembed(
     store: SQLiteStore,
-    index: VectorIndex,
     embedder: EmbeddingProvider,
     progress: ReembedProgress,
     batch: int = 128,
@@ -36,11 +34,11 @@ async def reembed(
     if progress.running:
         log.info("re-embedding %d memories with %s", progress.total, embedder.name)
     while True:
-        entries, texts = await store.stale_vectors(embedder.name, batch)
-        if not entries:
+        seqs, texts = await store.stale_vectors(embedder.name, batch)
+        if not seqs:
             break
         vectors = await asyncio.to_thread(embedder.embed, texts)
-        await store.store_vectors([e.seq for e in entries], vectors, embedder.name)
-        index.add_many(entries, vectors)
-        progress.done += len(entries)
+        # the recall index picks the new vectors up from the change feed
+        await store.store_vectors(seqs, vectors, embedder.name)
+        progress.done += len(seqs)
     progress.running = False

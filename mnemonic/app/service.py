@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -54,7 +54,6 @@ from mnemonic.store.models import (
     RawStatus,
     Source,
 )
-from mnemonic.store.vector_index import IndexEntry, VectorIndex
 from mnemonic.timeutil import new_id
 
 log = logging.getLogger(__name__)
@@ -109,7 +108,6 @@ class MemoryService:
         memories: MemoryStore,
         associations: AssociationStore,
         feedback: FeedbackStore,
-        index: VectorIndex,
         recaller: Recaller,
         browser: SQLiteBrowser,
         embedder: EmbeddingProvider,
@@ -124,7 +122,6 @@ class MemoryService:
         self._memories = memories
         self._associations = associations
         self._feedback = feedback
-        self._index = index
         self._recaller = recaller
         self._browser = browser
         self._embedder = embedder
@@ -136,6 +133,7 @@ class MemoryService:
         self._canonical = canonical_project or _same_name
         self._waiters: dict[str, asyncio.Future[Remembered]] = {}
         self.recall_observers: list[Callable[[float], None]] = []
+        self.stage_observers: list[Callable[[Mapping[str, float]], None]] = []
         # query id -> the write that records it; recall answers without waiting for it
         self._recording: dict[str, asyncio.Task[None]] = {}
 
@@ -274,11 +272,10 @@ class MemoryService:
         return await self._set_state(memory, MemoryState.ACTIVE, "unarchived")
 
     async def _set_state(self, before: Memory, state: MemoryState, reason: str) -> Memory:
-        """Store the state, keep the vector index's filter column in step, and say so."""
+        """Store the state and say so (the recall index follows through the change feed)."""
         memory = await self._memories.set_state(before.id, state)
         if memory is None:  # purged in between
             raise NotFoundError("memory", before.id)
-        self._index.set_state(memory.seq, memory.state.value)
         if before.state is not memory.state:
             self._publish(
                 MemoryStateChanged(
@@ -319,8 +316,6 @@ class MemoryService:
         if amended is None:
             raise NotFoundError("memory", memory_id)
         memory = amended.memory
-        if self._index.vectors_for([memory.seq]):
-            self._index.add_many([_index_entry(memory)], vectors[:1])
         self._publish(
             MemoryAmended(
                 memory_id=memory.id,
@@ -361,6 +356,8 @@ class MemoryService:
         task.add_done_callback(lambda _: self._recording.pop(record.id, None))
         for observe in self.recall_observers:
             observe(took_ms / 1000)
+        for observe_stages in self.stage_observers:
+            observe_stages(outcome.stages)
         self._publish(
             QueryExecuted(
                 query_id=record.id,
@@ -428,18 +425,6 @@ class MemoryService:
 
 def _same_name(name: str) -> str:
     return name
-
-
-def _index_entry(memory: Memory) -> IndexEntry:
-    return IndexEntry(
-        seq=memory.seq,
-        project=memory.project,
-        type=memory.type.value,
-        source=memory.source.value,
-        state=memory.state.value,
-        timestamp=memory.timestamp,
-        salience=memory.salience,
-    )
 
 
 def _salience_table(raw: dict[str, float]) -> dict[MemoryType, float]:

@@ -109,6 +109,7 @@ def run_checks(paths: Paths, env: Mapping[str, str]) -> list[Check]:
         *check_service(),
         check_embedder(cfg, env),
         check_vectors(probe),
+        check_recall_index(probe),
     ]
 
 
@@ -386,6 +387,45 @@ def check_vectors(probe: DaemonProbe) -> Check:
     if not isinstance(index, dict):
         return ok("vector path", f"numpy-exact (daemon down); {note}")
     return ok("vector path", f"{index.get('path')} ({index.get('vectors')} vectors); {note}")
+
+
+def check_recall_index(probe: DaemonProbe) -> Check:
+    """Which index each recall entry point uses and how big it is: in memory once built,
+    SQLite while it builds (slower, no vector entry point)."""
+    index = probe.health.get("recall_index") if probe.health else None
+    if not isinstance(index, dict):
+        return ok("recall index", "built in memory at start (daemon down)")
+    parts = index.get("entry_points") or {}
+    shown = ", ".join(
+        f"{name} {part.get('kind', '?')}" + _size(part)
+        for name, part in parts.items()
+        if isinstance(part, dict)
+    )
+    state = index.get("state")
+    if state == "ready":
+        took = index.get("build_seconds")
+        built = f"built in {took:.1f} s" if isinstance(took, int | float) else "built"
+        return ok("recall index", f"in memory, {built}: {shown}")
+    if state == "building":
+        return warn("recall index", f"building; SQL answers meanwhile: {shown}", "wait")
+    return warn(
+        "recall index",
+        f"{state}: recall answers through SQL ({index.get('last_error') or 'no error'})",
+        "restart the daemon if this lasts",
+    )
+
+
+def _size(part: dict[str, Any]) -> str:
+    count = next(
+        (part[k] for k in ("memories", "documents", "vectors", "edges") if k in part), None
+    )
+    size = part.get("bytes")
+    shown = [
+        f"{count:,}" if isinstance(count, int) else "",
+        f"{size / 1e6:.0f} MB" if isinstance(size, int) else "",
+    ]
+    text = " ".join(p for p in shown if p)
+    return f" ({text})" if text else ""
 
 
 def _token(paths: Paths, env: Mapping[str, str]) -> str:

@@ -1,26 +1,40 @@
 """The recall pipeline: entry points, fusion, spreading activation, ranking, calibration,
-relevance floor, diversity."""
+relevance floor, diversity.
+
+Two sources feed the same ranking. Normally everything up to the final ranking runs on
+the in-memory recall index (``index/``: full text, vectors, graph, columns) in a worker
+thread, and SQLite is read once, for the ~30 memories that can still make the answer.
+While that index is being built (the first seconds after a start on a large store) or
+rebuilt after a fault, the SQL path answers instead: FTS5 for full text, SQL hops for
+spreading, no vector entry point.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TypeVar
 
 from mnemonic.config import RecallConfig
-from mnemonic.llm.embedding import EmbeddingProvider
-from mnemonic.recall.activation import SpreadSettings, spread
+from mnemonic.index.columns import BoolArray, Traits
+from mnemonic.index.recall_index import RecallIndex
+from mnemonic.llm.embedding import EmbeddingProvider, Vectors
+from mnemonic.recall.activation import Spread, SpreadSettings, spread, spread_arrays
 from mnemonic.recall.evidence import Calibration, query_evidence
 from mnemonic.recall.fts_query import query_terms
 from mnemonic.recall.fusion import linear, rrf
 from mnemonic.recall.mmr import Duplicates, mmr_order
-from mnemonic.recall.ranking import Scored, Signals, calibrate, score
+from mnemonic.recall.query_cache import QueryVectors
+from mnemonic.recall.ranking import Ranked, Scored, Signals, calibrate, score, traits_of
 from mnemonic.store.base import AssociationStore, Filters, MemoryStore, SearchStore
 from mnemonic.store.models import Association, Memory
-from mnemonic.store.vector_index import VectorIndex
 from mnemonic.timeutil import utcnow
 
 EVIDENCE_FTS_HITS = 10  # full-text hits whose word coverage is measured per query
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,17 +43,49 @@ class RecallOutcome:
     edges: list[tuple[int, int]]
     candidates: int
     evidence: float = 0.0  # the query's entry-point evidence in [0, 1]; 0 = nothing real
+    stages: dict[str, float] = field(default_factory=dict)  # seconds per pipeline stage
+    path: str = "memory"  # "memory" (the in-memory index) or "sql" (while it builds)
+
+
+@dataclass(slots=True)
+class _Candidates:
+    """What the entry points and spreading found, ranked, before any memory is read."""
+
+    ranked: list[Ranked]  # strongest first
+    fts_ranked: list[int]
+    cosine: dict[int, float]
+    via: dict[int, tuple[int, int]]
+    count: int
+    known: dict[int, Memory] = field(default_factory=dict)  # memories already read (SQL path)
+
+
+class _Stages:
+    """Wall time per stage of one query, for ``/metrics``."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._mark = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + now - self._mark
+        self._mark = now
 
 
 class Recaller:
-    """Runs one query end to end; holds no per-query state."""
+    """Runs one query end to end; holds no per-query state.
+
+    CPU work runs on the recaller's own two threads, not the shared default executor, so
+    a query never queues behind encoder batches there; numpy and onnxruntime release the
+    GIL, so a query and an encoder batch use both cores.
+    """
 
     def __init__(
         self,
         search: SearchStore,
         associations: AssociationStore,
         memories: MemoryStore,
-        index: VectorIndex,
+        index: RecallIndex,
         embedder: EmbeddingProvider,
         cfg: RecallConfig,
     ) -> None:
@@ -47,8 +93,9 @@ class Recaller:
         self._associations = associations
         self._memories = memories
         self._index = index
-        self._embedder = embedder
         self._cfg = cfg
+        self._executor = ThreadPoolExecutor(2, thread_name_prefix="mnemonic-recall")
+        self._vectors = QueryVectors(embedder, cfg.query_cache_size)
         self._spread = SpreadSettings(
             hops=cfg.spread_hops,
             decay=cfg.spread_decay,
@@ -61,6 +108,16 @@ class Recaller:
             vector_floor=cfg.vector_floor, vector_full=cfg.vector_full, words_power=cfg.words_power
         )
         self._duplicates = Duplicates(cfg.mmr_duplicate_cosine, cfg.mmr_duplicate_words)
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    @property
+    def query_cache(self) -> QueryVectors:
+        return self._vectors
+
+    async def _off_loop(self, fn: Callable[..., T], *args: object) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     async def recall(
         self,
@@ -79,63 +136,37 @@ class Recaller:
         match, such as a purge, wants them all).
         """
         cfg = self._cfg
+        stages = _Stages()
+        terms = query_terms(query)
         depths = (max(cfg.fts_candidates, limit), max(cfg.vector_candidates, limit))
-        fts_hits, vector_hits = await asyncio.gather(
-            self._full_text(query, filters, depths[0]),
-            self._nearest(query, filters, depths[1]),
-        )
-        fts_ranked = [seq for seq, _ in fts_hits]
-        vec_ranked = [seq for seq, _ in vector_hits]
-        entry = [(fts_hits, cfg.fts_weight), (vector_hits, cfg.vector_weight)]
-        direct = linear(entry, depths) if cfg.fusion == "linear" else rrf(entry, cfg.rrf_k)
-        seeds = dict(sorted(direct.items(), key=lambda kv: -kv[1])[: cfg.spread_seeds])
-
-        async def fetch(seqs: Sequence[int]) -> list[Association]:
-            return await self._associations.neighbours(seqs, filters)
-
-        flow = await spread(seeds, fetch, self._spread)
-        relevance = dict(direct)
-        for seq, level in flow.activation.items():
-            relevance[seq] = relevance.get(seq, 0.0) + cfg.spread_weight * level
         keep = max(cfg.mmr_pool, limit) * 2
-        shortlist = sorted(relevance, key=lambda s: -relevance[s])[:keep]
-        memories = await self._memories.get_many(shortlist)
-        fts_rank = {seq: i for i, seq in enumerate(fts_ranked, start=1)}
-        vec_rank = {seq: i for i, seq in enumerate(vec_ranked, start=1)}
-        cosine = dict(vector_hits)
-        now = utcnow()
-        scored = [
-            score(
-                memories[seq],
-                Signals(
-                    direct=direct.get(seq, 0.0),
-                    spread=flow.activation.get(seq, 0.0),
-                    fts_rank=fts_rank.get(seq),
-                    vector_rank=vec_rank.get(seq),
-                    cosine=cosine.get(seq),
-                ),
-                cfg,
-                now,
-            )
-            for seq in shortlist
-            if seq in memories and _passes(memories[seq].state.value, filters)
-        ]
-        scored.sort(key=lambda s: -s.strength)
+        in_memory = self._index.ready and cfg.index == "memory"
+        if in_memory:
+            found = await self._in_memory(query, terms, filters, depths, keep, stages)
+        else:
+            found = await self._from_sql(terms, filters, depths, keep, stages)
+        pool_size = max(cfg.mmr_pool, limit)
+        top_fts = found.fts_ranked[:EVIDENCE_FTS_HITS]
+        wanted = [r.seq for r in found.ranked[:pool_size]] + top_fts
+        missing = [seq for seq in dict.fromkeys(wanted) if seq not in found.known]
+        memories = dict(found.known)
+        if missing:
+            memories.update(await self._memories.get_many(missing))
+        stages.lap("hydrate")
         # the best BM25 hits hold the most query words; scanning them all would cost a
         # regex pass over up to fts_candidates long texts per query
-        top_fts = fts_ranked[:EVIDENCE_FTS_HITS]
         fts_texts = {seq: _searchable(memories[seq]) for seq in top_fts if seq in memories}
-        terms = query_terms(query)
         if sum(len(t) for t in fts_texts.values()) > _INLINE_EVIDENCE_CHARS:
             # one regex pass per query word over each text: long notes go to a thread
-            evidence = await asyncio.to_thread(
-                query_evidence, terms, cosine, fts_texts, self._calibration
+            evidence = await self._off_loop(
+                query_evidence, terms, found.cosine, fts_texts, self._calibration
             )
         else:
-            evidence = query_evidence(terms, cosine, fts_texts, self._calibration)
+            evidence = query_evidence(terms, found.cosine, fts_texts, self._calibration)
         floor = cfg.min_score if min_score is None else min_score
-        passing = [s for s in calibrate(scored, evidence) if s.score >= floor]
-        pool = passing[: max(cfg.mmr_pool, limit)]
+        passing = [r for r in calibrate(found.ranked, evidence) if r.score >= floor]
+        # a memory purged since the index saw it is not in ``memories``: it cannot answer
+        pool = [Scored.of(r, memories[r.seq]) for r in passing[:pool_size] if r.seq in memories]
         order = mmr_order(
             [(s.memory.seq, s.strength) for s in pool],
             self._index.vectors_for([s.memory.seq for s in pool]),
@@ -146,20 +177,155 @@ class Recaller:
         )
         by_seq = {s.memory.seq: s for s in pool}
         results = [by_seq[seq] for seq in order]
-        edges = [flow.via[s.memory.seq] for s in results if s.memory.seq in flow.via]
+        edges = [found.via[s.memory.seq] for s in results if s.memory.seq in found.via]
+        stages.lap("finish")
         return RecallOutcome(
-            results=results, edges=edges, candidates=len(relevance), evidence=evidence
+            results=results,
+            edges=edges,
+            candidates=found.count,
+            evidence=evidence,
+            stages=stages.seconds,
+            path="memory" if in_memory else "sql",
         )
 
-    async def _full_text(self, query: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
-        terms = query_terms(query)
-        if not terms:
-            return []
-        return await self._search.full_text(terms, filters, limit, self._cfg.fts_match_budget)
+    # ---- the in-memory path ------------------------------------------------------------
+    async def _in_memory(
+        self,
+        query: str,
+        terms: list[str],
+        filters: Filters,
+        depths: tuple[int, int],
+        keep: int,
+        stages: _Stages,
+    ) -> _Candidates:
+        index = self._index
+        # the full-text entry point runs while the query is embedded (two threads)
+        full_text = self._off_loop(
+            index.full_text, terms, filters, depths[0], self._cfg.fts_match_budget
+        )
+        vector = await self._vectors.get(query, self._executor)
+        allowed, fts_hits = await full_text
+        stages.lap("entry")
+        found = await self._off_loop(
+            self._rank_in_memory, vector, allowed, fts_hits, filters, depths, keep
+        )
+        stages.lap("rank")
+        return found
 
-    async def _nearest(self, query: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
-        vectors = await asyncio.to_thread(self._embedder.embed, [query])
-        return self._index.search(vectors[0], limit, filters)
+    def _rank_in_memory(
+        self,
+        vector: Vectors,
+        allowed: BoolArray,
+        fts_hits: list[tuple[int, float]],
+        filters: Filters,
+        depths: tuple[int, int],
+        keep: int,
+    ) -> _Candidates:
+        index = self._index
+        vector_hits = index.nearest(vector, depths[1], allowed, filters)
+        direct = self._fuse(fts_hits, vector_hits, depths)
+        flow = spread_arrays(self._seeds(direct), index.graph, allowed, self._spread)
+        return self._rank(direct, flow, fts_hits, vector_hits, keep, index.columns.traits, {})
+
+    # ---- the SQL path (while the in-memory index builds) --------------------------------
+    async def _from_sql(
+        self,
+        terms: list[str],
+        filters: Filters,
+        depths: tuple[int, int],
+        keep: int,
+        stages: _Stages,
+    ) -> _Candidates:
+        fts_hits: list[tuple[int, float]] = []
+        if terms:
+            fts_hits = await self._search.full_text(
+                terms, filters, depths[0], self._cfg.fts_match_budget
+            )
+        stages.lap("entry")
+        direct = self._fuse(fts_hits, [], depths)
+
+        async def fetch(seqs: Sequence[int]) -> list[Association]:
+            return await self._associations.neighbours(seqs, filters)
+
+        flow = await spread(self._seeds(direct), fetch, self._spread)
+        relevance = _relevance(direct, flow, self._cfg.spread_weight)
+        shortlist = sorted(relevance, key=lambda s: -relevance[s])[:keep]
+        known = await self._memories.get_many(shortlist)
+        states = None if filters.states is None else {s.value for s in filters.states}
+
+        def traits(seq: int) -> Traits | None:
+            memory = known.get(seq)
+            if memory is None or (states is not None and memory.state.value not in states):
+                return None
+            return traits_of(memory)
+
+        found = self._rank(direct, flow, fts_hits, [], keep, traits, known)
+        stages.lap("rank")
+        return found
+
+    # ---- shared ---------------------------------------------------------------------------
+    def _fuse(
+        self,
+        fts_hits: list[tuple[int, float]],
+        vector_hits: list[tuple[int, float]],
+        depths: tuple[int, int],
+    ) -> dict[int, float]:
+        cfg = self._cfg
+        entry = [(fts_hits, cfg.fts_weight), (vector_hits, cfg.vector_weight)]
+        if cfg.fusion == "linear":
+            return linear(entry, depths)
+        return rrf(entry, cfg.rrf_k)
+
+    def _seeds(self, direct: Mapping[int, float]) -> dict[int, float]:
+        return dict(sorted(direct.items(), key=lambda kv: -kv[1])[: self._cfg.spread_seeds])
+
+    def _rank(
+        self,
+        direct: Mapping[int, float],
+        flow: Spread,
+        fts_hits: list[tuple[int, float]],
+        vector_hits: list[tuple[int, float]],
+        keep: int,
+        traits: Callable[[int], Traits | None],
+        known: dict[int, Memory],
+    ) -> _Candidates:
+        cfg = self._cfg
+        relevance = _relevance(direct, flow, cfg.spread_weight)
+        shortlist = sorted(relevance, key=lambda s: -relevance[s])[:keep]
+        fts_ranked = [seq for seq, _ in fts_hits]
+        fts_rank = {seq: i for i, seq in enumerate(fts_ranked, start=1)}
+        vec_rank = {seq: i for i, (seq, _) in enumerate(vector_hits, start=1)}
+        cosine = dict(vector_hits)
+        now = utcnow()
+        ranked: list[Ranked] = []
+        for seq in shortlist:
+            found = traits(seq)
+            if found is None:
+                continue
+            signals = Signals(
+                direct=direct.get(seq, 0.0),
+                spread=flow.activation.get(seq, 0.0),
+                fts_rank=fts_rank.get(seq),
+                vector_rank=vec_rank.get(seq),
+                cosine=cosine.get(seq),
+            )
+            ranked.append(score(seq, found, signals, cfg, now))
+        ranked.sort(key=lambda r: -r.strength)
+        return _Candidates(
+            ranked=ranked,
+            fts_ranked=fts_ranked,
+            cosine=cosine,
+            via=flow.via,
+            count=len(relevance),
+            known=known,
+        )
+
+
+def _relevance(direct: Mapping[int, float], flow: Spread, weight: float) -> dict[int, float]:
+    relevance = dict(direct)
+    for seq, level in flow.activation.items():
+        relevance[seq] = relevance.get(seq, 0.0) + weight * level
+    return relevance
 
 
 _INLINE_EVIDENCE_CHARS = 50_000
@@ -170,7 +336,3 @@ _INLINE_EVIDENCE_CHARS = 50_000
 def _searchable(memory: Memory) -> str:
     """What the full-text index holds for a memory (bar the written-out date)."""
     return "\n".join((memory.content, memory.summary, " ".join(memory.concepts)))
-
-
-def _passes(state: str, filters: Filters) -> bool:
-    return filters.states is None or state in {s.value for s in filters.states}

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from mnemonic.config import RecallConfig
+from mnemonic.index.columns import Traits
 from mnemonic.store.models import Memory
 from mnemonic.timeutil import ensure_utc
 
@@ -31,8 +32,10 @@ class Signals:
 
 
 @dataclass(frozen=True, slots=True)
-class Scored:
-    memory: Memory
+class Ranked:
+    """A candidate's score and its parts, before its memory is read (``Scored``)."""
+
+    seq: int
     score: float
     contributions: dict[str, float]
     signals: Signals
@@ -40,30 +43,64 @@ class Scored:
     strength: float  # the uncalibrated score: orders candidates within this query only
 
 
-def recency(timestamp: datetime, now: datetime, half_life_days: float) -> float:
-    age_days = max(0.0, (now - ensure_utc(timestamp)).total_seconds() / 86400)
+@dataclass(frozen=True, slots=True)
+class Scored:
+    memory: Memory
+    score: float
+    contributions: dict[str, float]
+    signals: Signals
+    multiplier: float
+    strength: float
+
+    @classmethod
+    def of(cls, ranked: Ranked, memory: Memory) -> Scored:
+        return cls(
+            memory=memory,
+            score=ranked.score,
+            contributions=ranked.contributions,
+            signals=ranked.signals,
+            multiplier=ranked.multiplier,
+            strength=ranked.strength,
+        )
+
+
+def traits_of(memory: Memory) -> Traits:
+    """A read memory's ranking fields, as the in-memory columns hold them."""
+    return Traits(
+        type=memory.type.value,
+        source=memory.source.value,
+        state=memory.state.value,
+        timestamp=ensure_utc(memory.timestamp).timestamp(),
+        salience=memory.salience,
+        significance=memory.significance,
+        utility=memory.utility,
+    )
+
+
+def recency(timestamp: float, now: datetime, half_life_days: float) -> float:
+    age_days = max(0.0, (now.timestamp() - timestamp) / 86400)
     return float(0.5 ** (age_days / half_life_days))
 
 
-def score(memory: Memory, signals: Signals, cfg: RecallConfig, now: datetime) -> Scored:
+def score(seq: int, traits: Traits, signals: Signals, cfg: RecallConfig, now: datetime) -> Ranked:
     relevance_parts = {"direct": signals.direct, "spread": cfg.spread_weight * signals.spread}
     relevance = sum(relevance_parts.values())
     multiplier = (
-        cfg.type_weights.get(memory.type.value, 1.0)
-        * cfg.source_weights.get(memory.source.value, 1.0)
-        * memory.utility
+        cfg.type_weights.get(traits.type, 1.0)
+        * cfg.source_weights.get(traits.source, 1.0)
+        * traits.utility
     )
     boosts = {
-        "recency": cfg.recency_weight * recency(memory.timestamp, now, cfg.recency_half_life_days),
-        "salience": cfg.salience_weight * memory.salience,
-        "significance": cfg.significance_weight * memory.significance,
+        "recency": cfg.recency_weight * recency(traits.timestamp, now, cfg.recency_half_life_days),
+        "salience": cfg.salience_weight * traits.salience,
+        "significance": cfg.significance_weight * traits.significance,
     }
     base = relevance * multiplier
     contributions = {name: value * multiplier for name, value in relevance_parts.items()}
     contributions.update({name: base * value for name, value in boosts.items()})
     total = sum(contributions.values())
-    return Scored(
-        memory=memory,
+    return Ranked(
+        seq=seq,
         score=total,
         contributions=contributions,
         signals=signals,
@@ -72,7 +109,7 @@ def score(memory: Memory, signals: Signals, cfg: RecallConfig, now: datetime) ->
     )
 
 
-def calibrate(scored: Sequence[Scored], evidence: float) -> list[Scored]:
+def calibrate(scored: Sequence[Ranked], evidence: float) -> list[Ranked]:
     """Scores in [0, 1]: ``evidence x strength / best strength``, order unchanged.
 
     The best candidate scores the query's evidence, the others their share of it; the

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import Protocol, TypeVar, cast
 
 import aiosqlite
 
@@ -174,7 +174,15 @@ class Database:
         self._stale: set[aiosqlite.Connection] = set()  # replaced readers still in use
         self._closing: set[asyncio.Future[None]] = set()
         self._read_only = False  # readers opened immutable: a recovery reopens them too
+        self._feed: ChangeFeed | None = None
         self.schema_version = 0
+
+    def follow_changes(self, feed: ChangeFeed) -> None:
+        """Have every write transaction report what it changed to ``feed`` (the in-memory
+        recall indexes): ``feed.setup`` runs on each writer connection opened from now on,
+        ``feed.read`` inside each write transaction before it commits, ``feed.apply`` with
+        that result right after the commit, with the write lock still held."""
+        self._feed = feed
 
     async def open(self) -> None:
         """Migrate and open the writer and readers. A data folder that cannot be written
@@ -250,6 +258,8 @@ class Database:
         conn = await aiosqlite.connect(self.path, isolation_level=None)
         conn.row_factory = sqlite3.Row
         await _on_thread(conn, partial(configure, cfg=self._cfg, read_only=read_only))
+        if not read_only and self._feed is not None:
+            await _on_thread(conn, self._feed.setup)
         return conn
 
     async def _connect_immutable(self) -> aiosqlite.Connection:
@@ -296,8 +306,11 @@ class Database:
         success does not count as the storage having recovered.
         """
         async with self._writer_locked() as writer:
+            feed = self._feed
             try:
-                result, changed = await _on_thread(writer, partial(_in_transaction, fn=fn))
+                result, changed, delta = await _on_thread(
+                    writer, partial(_in_transaction, fn=fn, feed=feed)
+                )
             except sqlite3.Error as exc:
                 if _storage_code(exc) is None:
                     raise
@@ -311,6 +324,8 @@ class Database:
             # transaction commits without writing a page even on a full disk
             if self._write_failure is not None and changed and not bookkeeping:
                 self._written_since_failure = True
+            if feed is not None and delta is not None:
+                feed.apply(delta)
             return result
 
     async def run_maintenance(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -318,7 +333,15 @@ class Database:
         open: for what SQLite refuses inside one (``VACUUM``, ``wal_checkpoint``). Used by
         a purge to make deleted bytes leave the file; ``fn`` handles its own errors."""
         async with self._writer_locked() as writer:
-            return await _on_thread(writer, fn)
+            result = await _on_thread(writer, fn)
+            feed = self._feed
+            if feed is not None:
+                # a pragma such as temp_store drops TEMP tables and triggers: set them again
+                await _on_thread(writer, feed.setup)
+                delta = await _on_thread(writer, partial(_read_changes, feed=feed))
+                if delta is not None:
+                    feed.apply(delta)
+            return result
 
     @contextlib.asynccontextmanager
     async def _writer_locked(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -396,15 +419,37 @@ async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connectio
 
 
 def _in_transaction(
-    conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]
-) -> tuple[T, bool]:
-    """``fn``'s result, and whether the committed transaction changed any row."""
+    conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T], feed: ChangeFeed | None
+) -> tuple[T, bool, object | None]:
+    """``fn``'s result, whether the committed transaction changed any row, and what the
+    change feed read of it (None without a feed or changes)."""
     before = conn.total_changes
     conn.execute("BEGIN IMMEDIATE")
     try:
         result = fn(conn)
+        delta = feed.read(conn) if feed is not None else None
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-    return result, conn.total_changes != before
+    return result, conn.total_changes != before, delta
+
+
+def _read_changes(conn: sqlite3.Connection, feed: ChangeFeed) -> object | None:
+    """What a maintenance step (no transaction of its own) changed, read in one."""
+    conn.execute("BEGIN")
+    try:
+        return feed.read(conn)
+    finally:
+        conn.execute("COMMIT")
+
+
+class ChangeFeed(Protocol):
+    """Follows every write (see ``Database.follow_changes``). ``read`` must not raise for
+    a fault of its own: a failing read would roll the user's write back."""
+
+    def setup(self, conn: sqlite3.Connection) -> None: ...
+
+    def read(self, conn: sqlite3.Connection) -> object | None: ...
+
+    def apply(self, delta: object) -> None: ...

@@ -36,7 +36,6 @@ from mnemonic.store.models import (
     Relation,
     Source,
 )
-from mnemonic.store.vector_index import IndexEntry
 from mnemonic.timeutil import from_db, new_id, to_db, utcnow, when_text
 
 
@@ -137,7 +136,6 @@ def _placeholders(items: Sequence[object]) -> str:
     return ",".join("?" * len(items))
 
 
-_INDEX_CHUNK = 2048  # rows fetched at a time when loading the vector index
 
 
 class _VectorMaintenance:
@@ -157,17 +155,17 @@ class _VectorMaintenance:
 
         return await self.db.run_read(work)
 
-    async def stale_vectors(self, model: str, limit: int) -> tuple[list[IndexEntry], list[str]]:
-        def work(conn: sqlite3.Connection) -> tuple[list[IndexEntry], list[str]]:
+    async def stale_vectors(self, model: str, limit: int) -> tuple[list[int], list[str]]:
+        """Up to ``limit`` embedded memories without a vector of ``model``: (seqs, texts)."""
+
+        def work(conn: sqlite3.Connection) -> tuple[list[int], list[str]]:
             rows = conn.execute(
-                "SELECT m.seq, m.project, m.type, m.source, m.state, m.timestamp, m.salience,"
-                " m.content FROM memories m LEFT JOIN memory_vectors v ON v.seq = m.seq"
-                " WHERE m.embedded = 1 AND (v.model IS NULL OR v.model <> ?)"
+                "SELECT m.seq, m.content FROM memories m LEFT JOIN memory_vectors v"
+                " ON v.seq = m.seq WHERE m.embedded = 1 AND (v.model IS NULL OR v.model <> ?)"
                 " ORDER BY m.seq LIMIT ?",
                 (model, limit),
             ).fetchall()
-            entries = [IndexEntry(r[0], r[1], r[2], r[3], r[4], from_db(r[5]), r[6]) for r in rows]
-            return entries, [r[7] for r in rows]
+            return [int(r[0]) for r in rows], [r[1] for r in rows]
 
         return await self.db.run_read(work)
 
@@ -182,42 +180,6 @@ class _VectorMaintenance:
             )
 
         await self.db.run_write(work)
-
-    async def index_entries(
-        self, model: str, chunk: int = _INDEX_CHUNK
-    ) -> tuple[list[IndexEntry], Vectors]:
-        """Every embedded memory with a vector of ``model``: what the index loads at start.
-
-        Streamed into one preallocated matrix: fetching all rows first held every vector
-        three times (row blobs, their join, a copy), a 600 MB peak at 100k memories, and
-        glibc kept much of the 100k freed 1.5 KB blobs as heap, not returned to the system.
-        """
-
-        def work(conn: sqlite3.Connection) -> tuple[list[IndexEntry], Vectors]:
-            (count,) = conn.execute(
-                "SELECT count(*) FROM memory_vectors WHERE model = ?", (model,)
-            ).fetchone()
-            cursor = conn.execute(
-                "SELECT m.seq, m.project, m.type, m.source, m.state, m.timestamp, m.salience,"
-                " v.dim, v.vector FROM memories m JOIN memory_vectors v ON v.seq = m.seq"
-                " WHERE v.model = ? ORDER BY m.seq",
-                (model,),
-            )
-            entries: list[IndexEntry] = []
-            matrix: Vectors | None = None
-            while rows := cursor.fetchmany(chunk):
-                if matrix is None:
-                    matrix = np.empty((count, rows[0][7]), dtype=np.float32)
-                for r in rows:
-                    if len(entries) == len(matrix):  # a vector was stored since the count
-                        matrix = np.resize(matrix, (len(matrix) + chunk, matrix.shape[1]))
-                    matrix[len(entries)] = np.frombuffer(r[8], dtype=np.float32)
-                    entries.append(IndexEntry(r[0], r[1], r[2], r[3], r[4], from_db(r[5]), r[6]))
-            if matrix is None:
-                return [], np.zeros((0, 0), dtype=np.float32)
-            return entries, matrix[: len(entries)]
-
-        return await self.db.run_read(work)
 
 
 class SQLiteStore(_VectorMaintenance):

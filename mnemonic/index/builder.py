@@ -1,0 +1,107 @@
+"""Reads the whole recall index out of SQLite, in one snapshot, streamed in chunks.
+
+Runs on a reader connection's thread. Every part goes straight into its final arrays:
+vectors into one preallocated matrix (no list of row blobs, no second copy at peak), edges
+into four preallocated arrays, columns a chunk at a time, texts analysed row by row.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from mnemonic.index.columns import COLUMN_SQL, ColumnRow, MemoryColumns
+from mnemonic.index.fulltext import Analyzed, FullTextIndex, analyze
+from mnemonic.index.graph import RELATIONS, AssociationGraph
+from mnemonic.index.vectors import AdaptiveVectors
+
+CHUNK = 8192
+_RELATION_CODE = {name: code for code, name in enumerate(RELATIONS)}
+
+
+@dataclass(slots=True)
+class Built:
+    columns: MemoryColumns
+    fulltext: FullTextIndex
+    vectors: AdaptiveVectors
+    graph: AssociationGraph
+
+
+def read_everything(
+    conn: sqlite3.Connection, model: str, dim: int, exact_max: int, chunk: int = CHUNK
+) -> Built:
+    """The four parts of the index as of one read transaction (``chunk`` rows a fetch)."""
+    conn.execute("BEGIN")  # one snapshot: later commits reach the index as deltas
+    try:
+        columns = _columns(conn, chunk)
+        vectors = _vectors(conn, model, dim, exact_max, chunk)
+        graph = _graph(conn, chunk)
+        fulltext = FullTextIndex.build(_documents(conn, chunk))
+    finally:
+        conn.execute("COMMIT")
+    return Built(columns=columns, fulltext=fulltext, vectors=vectors, graph=graph)
+
+
+def _columns(conn: sqlite3.Connection, chunk: int) -> MemoryColumns:
+    (top,) = conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()
+    columns = MemoryColumns(capacity=int(top) + 1)
+    cursor = conn.execute(f"SELECT {COLUMN_SQL} FROM memories")
+    while rows := cursor.fetchmany(chunk):
+        batch: list[ColumnRow] = [tuple(r) for r in rows]
+        columns.upsert(batch)
+    return columns
+
+
+def _vectors(
+    conn: sqlite3.Connection, model: str, dim: int, exact_max: int, chunk: int
+) -> AdaptiveVectors:
+    (count,) = conn.execute(
+        "SELECT count(*) FROM memory_vectors WHERE model = ? AND dim = ?", (model, dim)
+    ).fetchone()
+    seqs = np.empty(count, dtype=np.int64)
+    matrix = np.empty((count, dim), dtype=np.float32)
+    filled = 0
+    cursor = conn.execute(
+        "SELECT seq, vector FROM memory_vectors WHERE model = ? AND dim = ?", (model, dim)
+    )
+    while rows := cursor.fetchmany(chunk):
+        for seq, blob in rows:
+            if filled == count:  # cannot happen inside one snapshot; guard anyway
+                break
+            seqs[filled] = seq
+            matrix[filled] = np.frombuffer(blob, dtype=np.float32)
+            filled += 1
+    vectors = AdaptiveVectors(dim, exact_max=exact_max)
+    vectors.load(seqs[:filled], matrix[:filled])
+    return vectors
+
+
+def _graph(conn: sqlite3.Connection, chunk: int) -> AssociationGraph:
+    (count,) = conn.execute("SELECT count(*) FROM associations").fetchone()
+    source = np.empty(count, dtype=np.int64)
+    target = np.empty(count, dtype=np.int64)
+    relation = np.empty(count, dtype=np.int8)
+    strength = np.empty(count, dtype=np.float32)
+    filled = 0
+    cursor = conn.execute("SELECT source_seq, target_seq, relation, strength FROM associations")
+    while rows := cursor.fetchmany(chunk):
+        n = min(len(rows), count - filled)
+        rows = rows[:n]
+        end = filled + n
+        source[filled:end] = [r[0] for r in rows]
+        target[filled:end] = [r[1] for r in rows]
+        relation[filled:end] = [_RELATION_CODE[r[2]] for r in rows]
+        strength[filled:end] = [r[3] for r in rows]
+        filled = end
+    return AssociationGraph.build(
+        source[:filled], target[:filled], relation[:filled], strength[:filled]
+    )
+
+
+def _documents(conn: sqlite3.Connection, chunk: int) -> Iterator[list[tuple[int, Analyzed]]]:
+    cursor = conn.execute("SELECT rowid, content, summary, concepts, when_text FROM memories_fts")
+    while rows := cursor.fetchmany(chunk):
+        yield [(int(seq), analyze(c, s, k, w)) for seq, c, s, k, w in rows]

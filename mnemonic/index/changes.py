@@ -1,0 +1,193 @@
+"""The change feed: what each write transaction changed, read back inside it.
+
+The in-memory recall indexes must match SQLite after every write, from every write path
+(the encoder, amendments, forgetting, merges, links, feedback, purges, and whatever later
+agents add). Instead of asking every path to remember to update the indexes, the writer
+connection carries TEMP triggers that note each changed memory, text, vector and edge in a
+temp table. Before the transaction commits, :func:`read_delta` reads those notes, deletes
+them, and reads the changed rows' current values: the delta is a consistent snapshot of
+exactly what the transaction changed. The database applies it to the indexes right after
+the commit, still holding the write lock, so deltas apply in commit order and a caller
+that awaited a write finds it in the next query.
+
+TEMP triggers live only on the writer's own connection; they are not part of the schema,
+need no migration and cost one small insert into an in-memory table per changed row.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from mnemonic.index.columns import COLUMN_SQL, ColumnRow
+from mnemonic.index.fulltext import Analyzed, analyze
+
+log = logging.getLogger(__name__)
+
+ROW, TEXT, VECTOR, EDGE = 1, 2, 3, 4
+
+TRIGGERS = (
+    "CREATE TEMP TABLE IF NOT EXISTS index_changes"
+    " (kind INTEGER NOT NULL, a INTEGER NOT NULL, b INTEGER, c TEXT)",
+    f"CREATE TEMP TRIGGER IF NOT EXISTS index_memory_insert AFTER INSERT ON main.memories"
+    f" BEGIN INSERT INTO index_changes VALUES ({TEXT}, new.seq, NULL, NULL); END",
+    f"CREATE TEMP TRIGGER IF NOT EXISTS index_memory_update AFTER UPDATE ON main.memories"
+    f" BEGIN INSERT INTO index_changes VALUES ({ROW}, new.seq, NULL, NULL); END",
+    f"CREATE TEMP TRIGGER IF NOT EXISTS index_memory_text AFTER UPDATE OF"
+    f" content, summary, concepts, timestamp ON main.memories"
+    f" BEGIN INSERT INTO index_changes VALUES ({TEXT}, new.seq, NULL, NULL); END",
+    f"CREATE TEMP TRIGGER IF NOT EXISTS index_memory_delete AFTER DELETE ON main.memories"
+    f" BEGIN INSERT INTO index_changes VALUES ({ROW}, old.seq, NULL, NULL); END",
+    *(
+        f"CREATE TEMP TRIGGER IF NOT EXISTS index_vector_{event.lower()} AFTER {event}"
+        f" ON main.memory_vectors BEGIN INSERT INTO index_changes"
+        f" VALUES ({VECTOR}, {row}.seq, NULL, NULL); END"
+        for event, row in (("INSERT", "new"), ("UPDATE", "new"), ("DELETE", "old"))
+    ),
+    *(
+        f"CREATE TEMP TRIGGER IF NOT EXISTS index_edge_{event.lower()} AFTER {event}"
+        f" ON main.associations BEGIN INSERT INTO index_changes"
+        f" VALUES ({EDGE}, {row}.source_seq, {row}.target_seq, {row}.relation); END"
+        for event, row in (("INSERT", "new"), ("UPDATE", "new"), ("DELETE", "old"))
+    ),
+)
+
+_CHUNK = 500  # seqs per IN (...) list: far below SQLite's variable limit
+
+
+def install_triggers(conn: sqlite3.Connection) -> None:
+    """Make ``conn`` (the writer) note every change the indexes must follow."""
+    for statement in TRIGGERS:
+        conn.execute(statement)
+
+
+Edge = tuple[int, int, str]  # (source seq, target seq, relation), as stored
+
+
+@dataclass(slots=True)
+class IndexDelta:
+    """Current values of everything one transaction changed."""
+
+    rows: list[ColumnRow] = field(default_factory=list)
+    gone: list[int] = field(default_factory=list)  # memories deleted (a purge)
+    texts: list[tuple[int, Analyzed]] = field(default_factory=list)
+    vector_seqs: list[int] = field(default_factory=list)
+    vectors: npt.NDArray[np.float32] | None = None  # one row per vector_seqs entry
+    vectors_gone: list[int] = field(default_factory=list)  # deleted, or another model's
+    edges: list[tuple[int, int, str, float]] = field(default_factory=list)
+    edges_gone: list[Edge] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.rows
+            or self.gone
+            or self.texts
+            or self.vector_seqs
+            or self.vectors_gone
+            or self.edges
+            or self.edges_gone
+        )
+
+
+class DeltaReader:
+    """Reads the change notes inside the writer's transaction (see module docstring)."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model  # vectors of another model are not searchable (a re-embed runs)
+
+    def __call__(self, conn: sqlite3.Connection) -> IndexDelta | None:
+        notes = conn.execute("SELECT kind, a, b, c FROM temp.index_changes").fetchall()
+        if not notes:
+            return None
+        conn.execute("DELETE FROM temp.index_changes")
+        rows: set[int] = set()
+        texts: set[int] = set()
+        vectors: set[int] = set()
+        edges: set[Edge] = set()
+        for kind, a, b, c in notes:
+            if kind == EDGE:
+                edges.add((int(a), int(b), str(c)))
+            elif kind == VECTOR:
+                vectors.add(int(a))
+            else:
+                rows.add(int(a))
+                if kind == TEXT:
+                    texts.add(int(a))
+        delta = IndexDelta()
+        self._rows(conn, rows, delta)
+        self._texts(conn, texts - set(delta.gone), delta)
+        self._vectors(conn, vectors, delta)
+        self._edges(conn, edges, delta)
+        return delta
+
+    @staticmethod
+    def _rows(conn: sqlite3.Connection, seqs: set[int], delta: IndexDelta) -> None:
+        found: list[ColumnRow] = []
+        for chunk in _chunks(sorted(seqs)):
+            found.extend(
+                tuple(r)
+                for r in conn.execute(
+                    f"SELECT {COLUMN_SQL} FROM main.memories WHERE seq IN ({_marks(chunk)})",
+                    chunk,
+                )
+            )
+        delta.rows = found
+        delta.gone = sorted(seqs - {r[0] for r in found})
+
+    @staticmethod
+    def _texts(conn: sqlite3.Connection, seqs: set[int], delta: IndexDelta) -> None:
+        for chunk in _chunks(sorted(seqs)):
+            for seq, content, summary, concepts, when in conn.execute(
+                "SELECT rowid, content, summary, concepts, when_text FROM main.memories_fts"
+                f" WHERE rowid IN ({_marks(chunk)})",
+                chunk,
+            ):
+                delta.texts.append((int(seq), analyze(content, summary, concepts, when)))
+
+    def _vectors(self, conn: sqlite3.Connection, seqs: set[int], delta: IndexDelta) -> None:
+        kept: list[int] = []
+        blobs: list[bytes] = []
+        for chunk in _chunks(sorted(seqs)):
+            for seq, model, blob in conn.execute(
+                "SELECT seq, model, vector FROM main.memory_vectors"
+                f" WHERE seq IN ({_marks(chunk)})",
+                chunk,
+            ):
+                if model == self.model:
+                    kept.append(int(seq))
+                    blobs.append(blob)
+        delta.vector_seqs = kept
+        delta.vectors_gone = sorted(seqs - set(kept))
+        if blobs:
+            delta.vectors = np.vstack([np.frombuffer(b, dtype=np.float32) for b in blobs])
+
+    @staticmethod
+    def _edges(conn: sqlite3.Connection, edges: set[Edge], delta: IndexDelta) -> None:
+        found: dict[Edge, float] = {}
+        ordered = sorted(edges)
+        for start in range(0, len(ordered), _CHUNK // 3):
+            chunk = ordered[start : start + _CHUNK // 3]
+            values = ",".join("(?, ?, ?)" for _ in chunk)
+            params = [v for edge in chunk for v in edge]
+            for source, target, relation, strength in conn.execute(
+                "SELECT source_seq, target_seq, relation, strength FROM main.associations"
+                f" WHERE (source_seq, target_seq, relation) IN (VALUES {values})",
+                params,
+            ):
+                found[(int(source), int(target), str(relation))] = float(strength)
+        delta.edges = [(s, t, r, w) for (s, t, r), w in found.items()]
+        delta.edges_gone = [edge for edge in ordered if edge not in found]
+
+
+def _chunks(seqs: Sequence[int]) -> Iterable[list[int]]:
+    for start in range(0, len(seqs), _CHUNK):
+        yield list(seqs[start : start + _CHUNK])
+
+
+def _marks(items: Sequence[object]) -> str:
+    return ",".join("?" * len(items))

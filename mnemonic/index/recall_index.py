@@ -1,0 +1,317 @@
+"""The in-memory recall index: columns, full text, vectors and graph, kept equal to SQLite.
+
+SQLite stays the one source of truth. This index is a copy that answers the per-query
+work (filters, BM25, nearest neighbours, spreading) with array operations:
+
+- **built** at start from one read snapshot, streamed in chunks (``builder.py``), in a
+  worker thread; writes that commit meanwhile are queued and replayed after it, in order;
+- **kept current** by the change feed (``changes.py``): every write transaction reports
+  what it changed, read inside the transaction, applied right after its commit;
+- **rebuilt** if applying a change ever fails (the index marks itself stale and recall
+  falls back to the SQL path until the rebuild is done), so a bug here costs speed,
+  never a wrong answer for long.
+
+Thread model: changes are applied on the event loop; searches run on the recaller's
+worker threads. Each part is written so a search never iterates a structure a change is
+resizing (see each module); the graph and full text take a short lock of their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import numpy as np
+
+from mnemonic.index.builder import Built, read_everything
+from mnemonic.index.changes import DeltaReader, IndexDelta, install_triggers
+from mnemonic.index.columns import BoolArray, MemoryColumns, SeqArray
+from mnemonic.index.fulltext import FullTextIndex
+from mnemonic.index.fulltext import compact as compact_text
+from mnemonic.index.graph import RELATIONS, AssociationGraph, build_csr
+from mnemonic.index.vectors import AdaptiveVectors
+from mnemonic.llm.embedding import Vectors
+from mnemonic.store.base import Filters
+
+log = logging.getLogger(__name__)
+
+State = Literal["empty", "building", "ready", "stale"]
+_RELATION_CODE = {name: code for code, name in enumerate(RELATIONS)}
+
+
+class _Resync:
+    """A change the feed could not read: the index must be rebuilt from SQLite."""
+
+
+RESYNC = _Resync()
+
+
+class RecallIndex:
+    """Everything recall reads per query, in memory (see the module docstring)."""
+
+    def __init__(self, dim: int, model: str, *, vector_exact_max: int) -> None:
+        self.dim = dim
+        self._vector_exact_max = vector_exact_max
+        self._reader = DeltaReader(model)
+        self.columns = MemoryColumns()
+        self.fulltext = FullTextIndex()
+        self.vectors = AdaptiveVectors(dim, exact_max=vector_exact_max)
+        self.graph = AssociationGraph()
+        self.state: State = "empty"
+        self._pending: list[IndexDelta | _Resync] | None = None
+        self.build_seconds: float | None = None
+        self.builds = 0
+        self.last_error: str | None = None
+        self.on_stale: Callable[[], None] | None = None  # the daemon schedules a rebuild
+        self._ready = asyncio.Event()
+        self._compacting: asyncio.Task[None] | None = None
+        self._switching: asyncio.Task[None] | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.state == "ready"
+
+    async def wait_ready(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for the index to be ready; whether it is. The
+        encoder waits so that memories encoded during a build still find their twins and
+        links; it goes on without them rather than stall when a build takes long."""
+        if self.ready:
+            return True
+        try:
+            async with asyncio.timeout(seconds):
+                await self._ready.wait()
+        except TimeoutError:
+            return self.ready
+        return self.ready
+
+    @property
+    def model(self) -> str:
+        return self._reader.model
+
+    # ---- the change feed (``Database.follow_changes``) -------------------------------------
+    def setup(self, conn: sqlite3.Connection) -> None:
+        install_triggers(conn)
+
+    def read(self, conn: sqlite3.Connection) -> object | None:
+        try:
+            return self._reader(conn)
+        except Exception as exc:  # never fail the user's write for the index's sake
+            log.exception("reading the index change feed failed; the index will be rebuilt")
+            self.last_error = f"change feed: {type(exc).__name__}: {exc}"
+            return RESYNC
+
+    def apply(self, delta: object) -> None:
+        if not isinstance(delta, IndexDelta | _Resync):
+            raise TypeError(f"not an index delta: {type(delta).__name__}")
+        if self._pending is not None:
+            self._pending.append(delta)
+            return
+        if isinstance(delta, _Resync):
+            self._go_stale("a change could not be read")
+            return
+        if self.state != "ready":
+            return  # a stale index is rebuilt from SQLite as a whole
+        try:
+            self._apply(delta)
+        except Exception as exc:
+            log.exception("applying a change to the recall index failed; rebuilding it")
+            self.last_error = f"apply: {type(exc).__name__}: {exc}"
+            self._go_stale("a change could not be applied")
+
+    def _go_stale(self, why: str) -> None:
+        if self.state == "stale":
+            return
+        log.warning("recall index is stale (%s); recall uses SQL until it is rebuilt", why)
+        self.state = "stale"
+        self._ready.clear()
+        if self.on_stale is not None:
+            self.on_stale()
+
+    def _apply(self, delta: IndexDelta) -> None:
+        if delta.rows:
+            self.columns.upsert(delta.rows)
+        if delta.gone:
+            self.columns.remove(delta.gone)
+            for seq in delta.gone:
+                self.fulltext.apply(seq, None)
+                self.graph.remove_node(seq)
+        for seq, analyzed in delta.texts:
+            self.fulltext.apply(seq, analyzed)
+        gone_vectors = sorted({*delta.vectors_gone, *delta.gone})
+        if gone_vectors:
+            self.vectors.remove(np.asarray(gone_vectors, dtype=np.int64))
+        if delta.vector_seqs and delta.vectors is not None:
+            self.vectors.set(np.asarray(delta.vector_seqs, dtype=np.int64), delta.vectors)
+        for source, target, relation in delta.edges_gone:
+            self.graph.remove_edge(source, target, _RELATION_CODE[relation])
+        for source, target, relation, strength in delta.edges:
+            self.graph.upsert(source, target, _RELATION_CODE[relation], strength)
+        if self._switching is None and self.vectors.needs_switch:
+            self._switching = asyncio.get_running_loop().create_task(
+                self._switch_vectors(), name="mnemonic:index-hnsw"
+            )
+        if self._compacting is None and (
+            self.graph.needs_compaction or self.fulltext.needs_compaction()
+        ):
+            self._compacting = asyncio.get_running_loop().create_task(
+                self._compact(), name="mnemonic:index-compact"
+            )
+
+    async def _switch_vectors(self) -> None:
+        """Past ``recall.vector_exact_max`` vectors, build the HNSW index in a worker thread
+        (both cores, tens of seconds at a few hundred thousand) while the exact index keeps
+        answering; writes made meanwhile are replayed onto it before it takes over."""
+        vectors = self.vectors
+        try:
+            build = vectors.begin_switch()
+            try:
+                hnsw = await asyncio.to_thread(build)
+            except BaseException:
+                vectors.abort_switch()
+                raise
+            if vectors is self.vectors:
+                vectors.finish_switch(hnsw)
+                log.info("vector search switched to %s at %d vectors", vectors.kind, len(vectors))
+        except Exception:
+            log.exception("building the HNSW vector index failed; exact search goes on")
+        finally:
+            self._switching = None
+
+    async def _compact(self) -> None:
+        """Fold the graph's overlay and the full text's delta into new base arrays in a
+        worker thread (each 0.2-1 s of CPU at a million memories); changes arriving
+        meanwhile land in fresh overlays above them, so none is lost."""
+        try:
+            graph = self.graph
+            if graph.needs_compaction:
+                job = graph.compaction_input()
+                try:
+                    csr = await asyncio.to_thread(build_csr, job)
+                except BaseException:
+                    graph.abandon(job)
+                    raise
+                if graph is self.graph:  # not replaced by a rebuild meanwhile
+                    graph.install(job, csr)
+            fulltext = self.fulltext
+            if fulltext.needs_compaction():
+                text_job = fulltext.begin_compaction()
+                segment = await asyncio.to_thread(compact_text, text_job)
+                if fulltext is self.fulltext:
+                    fulltext.install(text_job, segment)
+        except Exception:  # the overlays keep answering; only the compaction is lost
+            log.exception("compacting the recall index failed")
+        finally:
+            self._compacting = None
+
+    # ---- building ----------------------------------------------------------------------
+    async def build(self, read: Callable[[Callable[[sqlite3.Connection], Built]], object]) -> None:
+        """Fill the index from one read snapshot (``read`` = ``Database.run_read``), then
+        replay the changes that committed while it was read."""
+        started = time.perf_counter()
+        self.state = "building"
+        self._ready.clear()
+        self._pending = []
+        try:
+            built = await read(  # type: ignore[misc]
+                lambda conn: read_everything(conn, self.model, self.dim, self._vector_exact_max)
+            )
+        except BaseException:
+            self._pending = None
+            self.state = "stale"
+            raise
+        assert isinstance(built, Built)
+        self.columns, self.fulltext, self.vectors, self.graph = (
+            built.columns,
+            built.fulltext,
+            built.vectors,
+            built.graph,
+        )
+        pending, self._pending = self._pending, None
+        self.state = "ready"
+        for delta in pending:
+            self.apply(delta)
+            if self.state != "ready":
+                break
+        if self.state == "ready":
+            self._ready.set()
+        self.builds += 1
+        self.build_seconds = time.perf_counter() - started
+        log.info(
+            "recall index built in %.2f s: %d memories, %d vectors, %d edges",
+            self.build_seconds,
+            len(self.columns),
+            len(self.vectors),
+            self.graph.edge_count,
+        )
+
+    def switch_model(self, model: str) -> None:
+        """Vectors of ``model`` are the searchable ones from now on (after a re-embed);
+        the caller rebuilds the index so the old model's vectors leave it."""
+        self._reader.model = model
+
+    # ---- searching (worker threads) ----------------------------------------------------
+    def full_text(
+        self, terms: Sequence[str], filters: Filters, limit: int, match_budget: int | None
+    ) -> tuple[BoolArray, list[tuple[int, float]]]:
+        """The filter mask for this query and its BM25 hits (seq, score), best first.
+
+        ``match_budget`` drops the commonest terms first once the terms' postings add up
+        to more, as the SQL path does: the same ranking, and a query's work is bounded.
+        """
+        allowed = self.columns.mask(filters)
+        if not terms:
+            return allowed, []
+        return allowed, self.fulltext.search(terms, allowed, limit, match_budget)
+
+    def nearest(
+        self, vector: Vectors, k: int, allowed: BoolArray, filters: Filters
+    ) -> list[tuple[int, float]]:
+        candidates = (
+            self.columns.project_seqs(filters.project) if filters.project is not None else None
+        )
+        return self.vectors.search(vector, k, allowed, candidates)
+
+    def nearest_many(
+        self, vectors: Vectors, k: int, filters: Sequence[Filters]
+    ) -> list[list[tuple[int, float]]]:
+        """One product for a batch of queries (the encoder's near-duplicate search)."""
+        masks: dict[Filters, BoolArray] = {}
+        projects: dict[str, SeqArray] = {}
+        for f in filters:  # one array object per distinct filter: queries sharing it group
+            if f not in masks:
+                masks[f] = self.columns.mask(f)
+            if f.project is not None and f.project not in projects:
+                projects[f.project] = self.columns.project_seqs(f.project)
+        allowed = [masks[f] for f in filters]
+        candidates = [None if f.project is None else projects[f.project] for f in filters]
+        return self.vectors.search_many(vectors, k, allowed, candidates)
+
+    def vectors_for(self, seqs: Sequence[int]) -> dict[int, Vectors]:
+        return self.vectors.vectors_for(list(seqs))
+
+    # ---- reporting -----------------------------------------------------------------------
+    def describe(self) -> dict[str, object]:
+        """What ``/api/v1/health`` and ``mnemonic doctor`` show about the index."""
+        return {
+            "state": self.state,
+            "build_seconds": None if self.build_seconds is None else round(self.build_seconds, 3),
+            "builds": self.builds,
+            "last_error": self.last_error,
+            "entry_points": {
+                "full_text": self.fulltext.describe() if self.ready else {"kind": "sqlite-fts5"},
+                "vectors": self.vectors.describe(),
+                "graph": self.graph.describe() if self.ready else {"kind": "sqlite"},
+                "columns": self.columns.describe(),
+            },
+        }
+
+
+async def build_when_stale(index: RecallIndex, read: Callable[..., object]) -> None:
+    """Rebuild a stale index (the daemon runs this as a task when ``on_stale`` fires)."""
+    await asyncio.sleep(0)
+    if index.state == "stale":
+        await index.build(read)
