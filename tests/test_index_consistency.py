@@ -9,13 +9,17 @@ database. Then recall through the index is compared with recall through SQL.
 from __future__ import annotations
 
 import random
+import signal
 import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
+from support.daemon_proc import running
 from support.index_check import assert_index_matches_database
+
+from mnemonic.paths import Paths
 
 WORDS = [
     "deploy",
@@ -201,3 +205,39 @@ def _ranking(client: TestClient, query: str) -> list[tuple[str, tuple[float, flo
         )
         for r in answer.json()["results"]
     ]
+
+
+def test_after_kill_9_the_restarted_index_equals_the_database_and_keeps_up(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    """kill -9 while a batch is being encoded; the restarted daemon's index holds every
+    acknowledged memory, and the encoder finishing the interrupted batch reaches it too."""
+    rng = random.Random(11)
+    home = paths.data_dir.parent
+    with running(home) as proc, proc.client() as http:
+        acked = []
+        for _ in range(3):
+            items = [{"content": _text(rng), "project": rng.choice(PROJECTS)} for _ in range(5)]
+            answer = http.post(
+                "/api/v1/memories/batch", params={"wait": "true"}, json={"memories": items}
+            )
+            assert answer.status_code in (200, 201), answer.text
+            acked += [r["memory_id"] for r in answer.json()["results"]]
+        items = [{"content": _text(rng)} for _ in range(8)]
+        answer = http.post("/api/v1/memories/batch", json={"memories": items})  # no wait
+        assert answer.status_code in (200, 201, 202), answer.text
+        acked += [r["memory_id"] for r in answer.json()["results"]]
+        proc.send(signal.SIGKILL)
+        proc.wait(10)
+    client = make_client()
+    daemon = client.daemon  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 60
+    while daemon.encoder.backlog and time.monotonic() < deadline:
+        time.sleep(0.05)
+    client.portal.call(assert_index_matches_database, daemon, WORDS)  # type: ignore[attr-defined]
+    seqs = client.portal.call(daemon.store.seqs_of, list(dict.fromkeys(acked)))  # type: ignore[attr-defined]
+    assert len(seqs) == len(set(acked))
+    assert all(daemon.index.columns.has(s) for s in seqs.values())
+    for _ in range(6):
+        _step(client, rng)
+        client.portal.call(assert_index_matches_database, daemon, WORDS)  # type: ignore[attr-defined]

@@ -58,15 +58,28 @@ def _columns(conn: sqlite3.Connection, chunk: int) -> MemoryColumns:
 def _vectors(
     conn: sqlite3.Connection, model: str, dim: int, exact_max: int, chunk: int
 ) -> AdaptiveVectors:
+    """Exact: one preallocated matrix. Past ``exact_max``: straight into the HNSW index a
+    chunk at a time, so a million float32 vectors (1.5 GB) are never in memory at once."""
     (count,) = conn.execute(
         "SELECT count(*) FROM memory_vectors WHERE model = ? AND dim = ?", (model, dim)
     ).fetchone()
-    seqs = np.empty(count, dtype=np.int64)
-    matrix = np.empty((count, dim), dtype=np.float32)
-    filled = 0
+    vectors = AdaptiveVectors(dim, exact_max=exact_max)
     cursor = conn.execute(
         "SELECT seq, vector FROM memory_vectors WHERE model = ? AND dim = ?", (model, dim)
     )
+    if count > exact_max:
+        from mnemonic.index.hnsw import HnswVectors  # usearch only at scale
+
+        hnsw = HnswVectors(dim)
+        while rows := cursor.fetchmany(max(chunk, 1024)):
+            seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            block = np.vstack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
+            hnsw.set(seqs, block)
+        vectors.adopt(hnsw)
+        return vectors
+    seqs = np.empty(count, dtype=np.int64)
+    matrix = np.empty((count, dim), dtype=np.float32)
+    filled = 0
     while rows := cursor.fetchmany(chunk):
         for seq, blob in rows:
             if filled == count:  # cannot happen inside one snapshot; guard anyway
@@ -74,7 +87,6 @@ def _vectors(
             seqs[filled] = seq
             matrix[filled] = np.frombuffer(blob, dtype=np.float32)
             filled += 1
-    vectors = AdaptiveVectors(dim, exact_max=exact_max)
     vectors.load(seqs[:filled], matrix[:filled])
     return vectors
 

@@ -74,7 +74,7 @@ class HnswVectors:
         quantisation: str = "i8",
         connectivity: int = 16,
         expansion_add: int = 128,
-        expansion_search: int = 128,
+        expansion_search: int = 256,
         exact_rows: int = 2048,
         _index: Index | None = None,
         _viewing: Path | None = None,
@@ -246,7 +246,7 @@ class HnswVectors:
         cls,
         path: str | os.PathLike[str],
         view: bool = False,
-        expansion_search: int = 128,
+        expansion_search: int = 256,
         exact_rows: int = 2048,
     ) -> HnswVectors:
         """Open a saved index; ``view`` memory-maps it (fast, shared pages; copied into
