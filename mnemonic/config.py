@@ -242,8 +242,10 @@ class RecallConfig(_Section):
         ge=1,
         description="Vectors searched exactly up to this many; past it an HNSW index (usearch).",
     )
-    index_start_wait_s: float = Field(
-        5.0, ge=0, le=600, description="Start-up waits this long for the recall index build."
+    index_wait_below: int = Field(
+        20_000,
+        ge=0,
+        description="Start-up waits for the recall index build below this many memories.",
     )
 
 

@@ -348,14 +348,17 @@ class Daemon:
         )
 
     async def _build_index(self) -> None:
-        """Build the recall index from SQLite. Start-up waits for it up to
-        ``recall.index_start_wait_s`` (a small store is ready in well under a second);
-        a larger one finishes in the background while recall answers through SQL."""
+        """Build the recall index from SQLite. Start-up waits for it on a store of fewer
+        than ``recall.index_wait_below`` memories (ready in well under a second, so the
+        first query already runs in memory); a larger store is served at once while the
+        index builds in the background (about 10 s per 100k memories) and recall answers
+        through SQL meanwhile."""
         self.index.on_stale = self._rebuild_index
         task = asyncio.create_task(self.index.build(self.db.run_read), name="mnemonic:index")
         self._index_task = task
         task.add_done_callback(_log_index_failure)
-        await asyncio.wait({task}, timeout=self.cfg.recall.index_start_wait_s)
+        if await self.store.max_seq() < self.cfg.recall.index_wait_below:
+            await asyncio.wait({task})
 
     def _rebuild_index(self) -> None:
         if self._index_task is not None and not self._index_task.done():

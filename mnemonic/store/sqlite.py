@@ -362,6 +362,14 @@ class SQLiteStore(_VectorMaintenance):
 
         return await self.db.run_write(work)
 
+    async def max_seq(self) -> int:
+        """The highest memory seq (0 when empty): an O(1) size estimate."""
+
+        def work(conn: sqlite3.Connection) -> int:
+            return int(conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()[0])
+
+        return await self.db.run_read(work)
+
     async def counts(self) -> dict[str, int]:
         def work(conn: sqlite3.Connection) -> dict[str, int]:
             out = {f"memories_{state}": 0 for state in MemoryState}
