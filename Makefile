@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 
-.PHONY: run test lint typecheck unit install dev bench-locomo bench-longmemeval bench-latency bench-embedding bench-redact bench-runtime bench-filter bench-watch-fs bench-perception clean
+.PHONY: run test lint typecheck unit install dev bench-locomo bench-longmemeval bench-latency bench-embedding bench-redact bench-runtime bench-filter bench-watch-fs bench-perception bench-recall-scale clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -66,6 +66,9 @@ bench-watch-fs: dev
 
 bench-perception: dev
 	$(BIN)/python bench/perception_e2e.py
+
+bench-recall-scale: dev
+	$(BIN)/python bench/recall_scale.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
