@@ -247,6 +247,11 @@ class RecallConfig(_Section):
         ge=0,
         description="Start-up waits for the recall index build below this many memories.",
     )
+    index_snapshot: bool = Field(
+        True,
+        description="Save the recall index at shutdown; the next start loads it if no write"
+        " came between (seconds instead of minutes at scale).",
+    )
 
 
 class FeedbackConfig(_Section):

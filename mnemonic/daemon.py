@@ -10,6 +10,8 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -36,6 +38,7 @@ from mnemonic.config import Config, EmbeddingConfig, render_template_yaml
 from mnemonic.errors import StorageUnavailable
 from mnemonic.events.bus import EventBus
 from mnemonic.index.recall_index import RecallIndex
+from mnemonic.index.snapshot import NotSaved, discard_snapshot, save_current
 from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.paths import Paths
 from mnemonic.perception import HeuristicFilter, ProjectResolver, RuntimeExclusions
@@ -354,11 +357,35 @@ class Daemon:
         index builds in the background (about 10 s per 100k memories) and recall answers
         through SQL meanwhile."""
         self.index.on_stale = self._rebuild_index
-        task = asyncio.create_task(self.index.build(self.db.run_read), name="mnemonic:index")
+        snapshot: Path | None = self._index_snapshot
+        if not self.cfg.recall.index_snapshot:
+            await asyncio.to_thread(discard_snapshot, self._index_snapshot)  # an older run's
+            snapshot = None
+        task = asyncio.create_task(
+            self.index.build(self.db.run_read, snapshot), name="mnemonic:index"
+        )
         self._index_task = task
         task.add_done_callback(_log_index_failure)
         if await self.store.max_seq() < self.cfg.recall.index_wait_below:
             await asyncio.wait({task})
+
+    @property
+    def _index_snapshot(self) -> Path:
+        return self.paths.data_dir / "recall-index"
+
+    async def _save_index(self) -> None:
+        """Save the recall index for the next start (``index/snapshot.py``), on the
+        writer's thread with the write lock held, so the generation it records is the
+        one the index reflects. A failure costs the next start a build, never shutdown."""
+        if not (self.cfg.recall.index_snapshot and self.index.ready):
+            return
+        try:
+            await self.index.settle()
+            await self.db.run_maintenance(partial(save_current, self.index, self._index_snapshot))
+        except NotSaved as exc:
+            log.info("recall index not saved: %s", exc)
+        except Exception:
+            log.warning("saving the recall index failed; the next start builds it", exc_info=True)
 
     def _rebuild_index(self) -> None:
         if self._index_task is not None and not self._index_task.done():
@@ -389,7 +416,8 @@ class Daemon:
 
     async def stop(self) -> None:
         """Reverse of ``start``: stop taking work, let in-flight writes finish, stop agents
-        (each within its timeout), close the bus, checkpoint and close the store."""
+        (each within its timeout), close the bus, save the recall index for the next
+        start, checkpoint and close the store."""
         self.ready = False
         await self.service.drain()
         await self.supervisor.stop(self.cfg.agents.stop_timeout_s)
@@ -398,6 +426,7 @@ class Daemon:
         if self._index_task is not None and not self._index_task.done():
             self._index_task.cancel()
             await asyncio.gather(self._index_task, return_exceptions=True)
+        await self._save_index()
         self.recaller.close()
         await self.db.close()
 

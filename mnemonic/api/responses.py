@@ -169,6 +169,9 @@ class RecallIndexHealth(_Out):
         description="ready = recall runs in memory; otherwise it answers through SQL."
     )
     build_seconds: float | None = Field(description="How long the latest build took.")
+    built_from: Literal["sqlite", "snapshot"] | None = Field(
+        description="Where the latest build read the index from (snapshot: the last stop's)."
+    )
     builds: Count
     last_error: str | None
     entry_points: dict[str, dict[str, Any]] = Field(

@@ -77,17 +77,28 @@ def _vectors(
             hnsw.set(seqs, block)
         vectors.adopt(hnsw)
         return vectors
+    # Rows are placed at their seq in a matrix with headroom, which the index adopts as
+    # is: no second copy at start, and the next writes do not grow (copy) it on the event
+    # loop. np.zeros maps untouched rows lazily, so the headroom costs no memory until used.
+    (top,) = conn.execute(
+        "SELECT coalesce(max(seq), 0) FROM memory_vectors WHERE model = ? AND dim = ?",
+        (model, dim),
+    ).fetchone()
+    matrix = np.zeros((int(top) + int(top) // 4 + 1024, dim), dtype=np.float32)
     seqs = np.empty(count, dtype=np.int64)
-    matrix = np.empty((count, dim), dtype=np.float32)
     filled = 0
+    cursor = conn.execute(
+        "SELECT seq, vector FROM memory_vectors WHERE model = ? AND dim = ? ORDER BY seq",
+        (model, dim),
+    )
     while rows := cursor.fetchmany(chunk):
         for seq, blob in rows:
             if filled == count:  # cannot happen inside one snapshot; guard anyway
                 break
             seqs[filled] = seq
-            matrix[filled] = np.frombuffer(blob, dtype=np.float32)
+            matrix[seq] = np.frombuffer(blob, dtype=np.float32)
             filled += 1
-    vectors.load(seqs[:filled], matrix[:filled])
+    vectors.load_placed(matrix, seqs[:filled])
     return vectors
 
 

@@ -271,6 +271,39 @@ class MemoryColumns:
             utility=float(arrays.utility[seq]),
         )
 
+    # ---- snapshots (``index/snapshot.py``) ------------------------------------------------
+    def export(self) -> tuple[dict[str, npt.NDArray[np.generic]], list[str]]:
+        """Copies of the column arrays (by field name) and the project names by code, for a
+        snapshot. Rows of removed (purged) memories are blanked and the names of projects
+        no memory uses any more left out, so a snapshot keeps nothing of a purged memory."""
+        arrays = self._arrays
+        held = arrays.state != 0
+        blank = _Arrays.empty(arrays.capacity)
+        out: dict[str, npt.NDArray[np.generic]] = {}
+        for name in _FIELDS:
+            column = getattr(blank, name)
+            column[held] = getattr(arrays, name)[held]
+            out[name] = column
+        used = np.unique(arrays.project[held])
+        used = used[used >= 0]
+        recode = np.full(len(self._project_names) + 1, -1, np.int32)
+        recode[used] = np.arange(len(used), dtype=np.int32)
+        out["project"] = recode[out["project"]]  # -1 stays -1 (the last slot)
+        return out, [self._project_names[int(code)] for code in used]
+
+    @classmethod
+    def restore(
+        cls, arrays: dict[str, npt.NDArray[np.generic]], projects: Sequence[str]
+    ) -> MemoryColumns:
+        """Columns from :meth:`export`'s output, which the caller has checked (dtypes,
+        equal lengths, codes in range: ``snapshot.py``); the arrays are adopted."""
+        columns = cls(capacity=0)
+        columns._arrays = _Arrays(**{name: arrays[name] for name in _FIELDS})  # type: ignore[arg-type]
+        columns._project_names = list(projects)
+        columns._projects = {name: code for code, name in enumerate(columns._project_names)}
+        columns._count = int(np.count_nonzero(columns._arrays.state))
+        return columns
+
     def describe(self) -> dict[str, object]:
         return {
             "kind": "numpy-columns",

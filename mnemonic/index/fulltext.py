@@ -27,10 +27,11 @@ small mutable **delta** (dicts) for documents added or replaced since. ``doc_gen
 names the layer that holds each document's current postings; a replaced or removed
 document's stale postings in the base or frozen layer are masked by it, never edited.
 
-Term keys are ``hash(token)`` (64-bit SipHash), not strings: a dict of 5M token strings
-costs ~0.5 GB at 1M memories, a sorted int64 array 40 MB. A collision (odds ~T²/2^65, T
-distinct terms: ~1e-6 at 5M terms) would merge two terms' postings. Keys are only valid
-inside one process (hash randomisation); nothing here is persisted.
+Term keys are 64-bit hashes of the token (:func:`term_key`, BLAKE2b), not strings: a
+dict of 5M token strings costs ~0.5 GB at 1M memories, a sorted int64 array 40 MB. A
+collision (odds ~T²/2^65, T distinct terms: ~1e-6 at 5M terms) would merge two terms'
+postings. Keys are the same in every process, so the index can be saved and loaded
+(``index/snapshot.py``; Python's ``hash()`` is salted per process).
 
 Threads: mutations come from one thread at a time; a search may run in another thread.
 A short ``threading.Lock`` guards every read and write of the dicts and the per-seq arrays:
@@ -53,6 +54,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from hashlib import blake2b
 
 import numpy as np
 import numpy.typing as npt
@@ -74,9 +76,33 @@ Floats = npt.NDArray[np.float32]
 Bools = npt.NDArray[np.bool_]
 
 
+class _TermKeys(dict[str, int]):
+    """Keys of recent tokens, computed on a miss. Hashing costs ~1 µs a token and a hit
+    ~30 ns through ``map(keys.__getitem__, ...)`` (C all the way), and word use is skewed
+    enough that 65k entries (~6 MB) catch nearly every token of a document. Full, it is
+    emptied and refills: a bound without LRU bookkeeping. Each lookup or store is one dict
+    operation, safe from several threads."""
+
+    limit = 1 << 16
+
+    def __missing__(self, token: str) -> int:
+        digest = blake2b(token.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        key = int.from_bytes(digest, "little", signed=True)
+        if len(self) >= self.limit:
+            self.clear()
+        self[token] = key
+        return key
+
+
+_TERM_KEYS = _TermKeys()
+
+
 def term_key(token: str) -> int:
-    """The index's key for one (stemmed) token."""
-    return hash(token)
+    """The index's key for one (stemmed) token: the first 8 bytes of its BLAKE2b digest as
+    a signed int64. Stable across processes and Python versions, unlike ``hash()``, so a
+    saved index (``index/snapshot.py``) stays valid; ``surrogatepass`` because text from
+    JSON may hold lone surrogates, which the tokenizer passes through."""
+    return _TERM_KEYS[token]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +126,7 @@ def analyze(content: str, summary: str, concepts: str, when_text: str) -> Analyz
     doubled.update(body)
     doubled.update(rest)
     return Analyzed(
-        tuple(map(term_key, doubled)),
+        tuple(map(_TERM_KEYS.__getitem__, doubled)),
         tuple(n / 2 for n in doubled.values()),
         len(body) + len(rest),
     )
@@ -350,6 +376,56 @@ class FullTextIndex:
         """All three steps in this thread (tests, small stores)."""
         job = self.begin_compaction()
         self.install(job, compact(job))
+
+    # ---- snapshots (``index/snapshot.py``) --------------------------------------------------
+    def export(self) -> dict[str, npt.NDArray[np.generic]]:
+        """The index as plain arrays: the base segment's four, ``present`` (bool by seq: a
+        document is indexed) and ``lengths`` (its token count). The delta is folded in
+        first (``compact_now``) when it holds anything, so only base arrays are written;
+        compaction also drops the postings of removed documents. References, not copies:
+        write them before the next change."""
+        with self._lock:
+            folded = self._frozen is None and not self._delta.docs and self._stale == 0
+        if not folded:
+            self.compact_now()
+        with self._lock:
+            base = self._base
+            if self._frozen is not None or self._delta.docs:
+                raise RuntimeError("the full-text index changed while it was exported")
+            present = self._doc_gen == base.gen
+            if not bool(np.all(present[base.seqs])):
+                raise RuntimeError("the full-text base holds postings of changed documents")
+            lengths = np.where(present, self._doc_len, 0).astype(np.int32)
+            return {
+                "keys": base.keys,
+                "offsets": base.offsets,
+                "seqs": base.seqs,
+                "freqs": base.freqs,
+                "present": present,
+                "lengths": lengths,
+                "documents": np.array([base.documents], np.int64),
+            }
+
+    @classmethod
+    def restore(cls, arrays: dict[str, npt.NDArray[np.generic]]) -> FullTextIndex:
+        """An index from :meth:`export`'s arrays, which the caller has checked (sorted
+        keys, monotone offsets, seqs in range and present: ``snapshot.py``)."""
+        present = arrays["present"].astype(np.bool_, copy=False)
+        lengths = arrays["lengths"].astype(np.int32, copy=False)
+        index = cls()
+        index._base = Segment(
+            arrays["keys"].astype(np.int64, copy=False),
+            arrays["offsets"].astype(np.int64, copy=False),
+            arrays["seqs"].astype(np.int32, copy=False),
+            arrays["freqs"].astype(np.float32, copy=False),
+            0,
+            int(arrays["documents"][0]),
+        )
+        index._doc_gen = np.where(present, 0, -1).astype(np.int32)
+        index._doc_len = np.where(present, lengths, 0).astype(np.int32)
+        index._count = int(np.count_nonzero(present))
+        index._total = int(index._doc_len.sum(dtype=np.int64))
+        return index
 
     # ---- queries ---------------------------------------------------------------------------
     def _postings(self, key: int) -> tuple[Int32s, Floats]:

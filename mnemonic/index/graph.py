@@ -441,6 +441,20 @@ class AssociationGraph:
         job = self.compaction_input()
         self.install(job, build_csr(job))
 
+    def export(self) -> Csr:
+        """The CSR holding every edge, for a snapshot (``index/snapshot.py``; the
+        constructor takes it back). The overlay is folded in first, so removed edges are
+        gone from it; raises if a compaction is under way or the edge count disagrees."""
+        if self.overlay_size:
+            self.compact()
+        with self._lock:
+            if self.overlay_size:
+                raise RuntimeError("the graph changed while it was exported")
+            base = self._base
+        if len(base.other) != 2 * self._edges:
+            raise RuntimeError("the graph's edge count disagrees with its CSR")
+        return base
+
 
 def _check_edge(source: int, target: int, code: int) -> None:
     if source == target or not (0 <= source <= MAX_SEQ and 0 <= target <= MAX_SEQ):

@@ -22,8 +22,9 @@ import asyncio
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
-from typing import Literal
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 
@@ -33,6 +34,7 @@ from mnemonic.index.columns import BoolArray, MemoryColumns, SeqArray
 from mnemonic.index.fulltext import FullTextIndex
 from mnemonic.index.fulltext import compact as compact_text
 from mnemonic.index.graph import RELATIONS, AssociationGraph, build_csr
+from mnemonic.index.snapshot import discard_snapshot, load_snapshot, read_generation
 from mnemonic.index.vectors import AdaptiveVectors
 from mnemonic.llm.embedding import Vectors
 from mnemonic.store.base import Filters
@@ -65,6 +67,8 @@ class RecallIndex:
         self._pending: list[IndexDelta | _Resync] | None = None
         self.build_seconds: float | None = None
         self.builds = 0
+        self.built_from: Literal["sqlite", "snapshot"] | None = None
+        self.forgot_since_build = False  # a purge: an HNSW index holds its vectors' bytes
         self.last_error: str | None = None
         self.on_stale: Callable[[], None] | None = None  # the daemon schedules a rebuild
         self._ready = asyncio.Event()
@@ -135,6 +139,7 @@ class RecallIndex:
         if delta.rows:
             self.columns.upsert(delta.rows)
         if delta.gone:
+            self.forgot_since_build = True
             self.columns.remove(delta.gone)
             for seq in delta.gone:
                 self.fulltext.apply(seq, None)
@@ -207,18 +212,35 @@ class RecallIndex:
         finally:
             self._compacting = None
 
+    async def settle(self) -> None:
+        """Wait for a compaction under way (about a second at most), so a snapshot sees
+        one state. A switch to HNSW (minutes) is not waited for: no snapshot is saved."""
+        task = self._compacting
+        if task is not None:
+            await asyncio.gather(task, return_exceptions=True)
+
     # ---- building ----------------------------------------------------------------------
-    async def build(self, read: Callable[[Callable[[sqlite3.Connection], Built]], object]) -> None:
+    async def build(
+        self,
+        read: Callable[[Callable[[sqlite3.Connection], Any]], Awaitable[Any]],
+        snapshot: Path | None = None,
+    ) -> None:
         """Fill the index from one read snapshot (``read`` = ``Database.run_read``), then
-        replay the changes that committed while it was read."""
+        replay the changes that committed while it was read. With ``snapshot`` (a folder
+        the last clean shutdown saved, ``index/snapshot.py``) the index is loaded from it
+        when the database's generation still matches, else built from SQLite."""
         started = time.perf_counter()
         self.state = "building"
         self._ready.clear()
         self._pending = []
+        self.forgot_since_build = False
         try:
-            built = await read(  # type: ignore[misc]
-                lambda conn: read_everything(conn, self.model, self.dim, self._vector_exact_max)
-            )
+            built = None if snapshot is None else await self._load_snapshot(read, snapshot)
+            self.built_from = "sqlite" if built is None else "snapshot"
+            if built is None:
+                built = await read(
+                    lambda conn: read_everything(conn, self.model, self.dim, self._vector_exact_max)
+                )
         except BaseException:
             self._pending = None
             self.state = "stale"
@@ -241,12 +263,40 @@ class RecallIndex:
         self.builds += 1
         self.build_seconds = time.perf_counter() - started
         log.info(
-            "recall index built in %.2f s: %d memories, %d vectors, %d edges",
+            "recall index built from %s in %.2f s: %d memories, %d vectors, %d edges",
+            self.built_from,
             self.build_seconds,
             len(self.columns),
             len(self.vectors),
             self.graph.edge_count,
         )
+
+    async def _load_snapshot(
+        self, read: Callable[[Callable[[sqlite3.Connection], Any]], Awaitable[Any]], folder: Path
+    ) -> Built | None:
+        """The saved index if it is current (the pending queue already runs, so writes
+        after the generation was read are replayed onto it). The folder is deleted after
+        one attempt, used or not: it is only valid until the next write, and it must not
+        outlive a purge made while the daemon runs."""
+        built: Built | None = None
+        try:
+            generation = await read(read_generation)
+            if generation is not None:
+                built = await asyncio.to_thread(
+                    load_snapshot,
+                    folder,
+                    model=self.model,
+                    dim=self.dim,
+                    exact_max=self._vector_exact_max,
+                    generation=generation,
+                )
+        except Exception:  # never fail the build for the cache's sake
+            log.warning("reading the recall index snapshot failed", exc_info=True)
+        try:
+            await asyncio.to_thread(discard_snapshot, folder)
+        except OSError:
+            log.warning("could not delete the recall index snapshot %s", folder, exc_info=True)
+        return built
 
     def switch_model(self, model: str) -> None:
         """Vectors of ``model`` are the searchable ones from now on (after a re-embed);
@@ -299,6 +349,7 @@ class RecallIndex:
         return {
             "state": self.state,
             "build_seconds": None if self.build_seconds is None else round(self.build_seconds, 3),
+            "built_from": self.built_from,
             "builds": self.builds,
             "last_error": self.last_error,
             "entry_points": {
@@ -310,7 +361,7 @@ class RecallIndex:
         }
 
 
-async def build_when_stale(index: RecallIndex, read: Callable[..., object]) -> None:
+async def build_when_stale(index: RecallIndex, read: Callable[..., Awaitable[Any]]) -> None:
     """Rebuild a stale index (the daemon runs this as a task when ``on_stale`` fires)."""
     await asyncio.sleep(0)
     if index.state == "stale":

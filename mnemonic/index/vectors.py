@@ -237,10 +237,51 @@ class ExactVectors:
         self._hi = top + 1
         self._count = len(seqs)
 
+    def adopt_placed(self, matrix: F32, seqs: I64) -> None:
+        """Fill an empty index at start with ``matrix``, whose row ``seq`` already holds
+        that seq's vector for every seq in ``seqs`` and zeros elsewhere (the builder writes
+        rows in place into a zero-filled matrix with headroom; nothing is moved or copied,
+        and untouched headroom rows stay unmapped)."""
+        if self._count:
+            raise RuntimeError("adopt_placed() fills an empty index")
+        seqs = as_seqs(seqs)
+        if matrix.dtype != np.float32 or matrix.ndim != 2 or matrix.shape[1] != self._dim:
+            raise ValueError(f"matrix must be float32 [n, {self._dim}]")
+        top = int(seqs.max()) if len(seqs) else -1
+        if top >= len(matrix):
+            raise ValueError("a seq lies beyond the matrix")
+        present = np.zeros(len(matrix), dtype=np.bool_)
+        present[seqs] = True
+        self._vecs = matrix
+        self._present = present
+        self._hi = top + 1
+        self._count = int(present.sum())
+
     def vectors_for(self, seqs: Sequence[int] | I64) -> dict[int, F32]:
         vecs, present = self._vecs, self._present
         keep = within(as_seqs(seqs), present)
         return {int(s): vecs[s].copy() for s in keep}
+
+    def export(self) -> tuple[F32, Mask]:
+        """The matrix and presence mask up to the highest seq ever present, for a snapshot
+        (``index/snapshot.py``). Rows of removed vectors are zeroed first (no search or
+        read looks at them), so a snapshot keeps no vector of a purged memory. References,
+        not copies: write them before the next change."""
+        hi = self._hi
+        vecs, present = self._vecs[:hi], self._present[:hi]
+        vecs[~present] = 0.0
+        return vecs, present
+
+    @classmethod
+    def restore(cls, matrix: F32, present: Mask) -> ExactVectors:
+        """An index adopting :meth:`export`'s arrays (``matrix[seq]`` is seq's vector when
+        ``present[seq]``), which the caller has checked (shape, dtype, finite)."""
+        out = cls(int(matrix.shape[1]), capacity=0)
+        out._vecs = np.ascontiguousarray(matrix, dtype=np.float32)
+        out._present = np.asarray(present, dtype=np.bool_)
+        out._hi = len(out._present)
+        out._count = int(np.count_nonzero(out._present))
+        return out
 
     def rows(self) -> tuple[I64, F32]:
         """The present seqs and a reference to the matrix they index (for a build)."""
@@ -408,11 +449,21 @@ class AdaptiveVectors:
         hnsw.load(seqs, matrix)
         self._active = hnsw
 
-    def adopt(self, hnsw: HnswVectors) -> None:
-        """Install an HNSW index opened from a cache file (the caller checked it is fresh)."""
-        if hnsw.dim != self._dim:
+    def load_placed(self, matrix: F32, seqs: I64) -> None:
+        """Start-up fill of the exact index from a matrix indexed by seq (see
+        ``ExactVectors.adopt_placed``)."""
+        if len(self._active):
+            raise RuntimeError("load_placed() fills an empty index")
+        if not isinstance(self._active, ExactVectors):
+            raise RuntimeError("load_placed() is for the exact index")
+        self._active.adopt_placed(matrix, seqs)
+
+    def adopt(self, index: ExactVectors | HnswVectors) -> None:
+        """Install an index built elsewhere or loaded from a snapshot (the caller checked
+        it is current)."""
+        if index.dim != self._dim:
             raise ValueError("dimension differs")
-        self._active = hnsw
+        self._active = index
 
     def begin_switch(self) -> Callable[[], HnswVectors]:
         """Start recording writes and return the heavy build for a worker thread."""

@@ -136,8 +136,6 @@ def _placeholders(items: Sequence[object]) -> str:
     return ",".join("?" * len(items))
 
 
-
-
 class _VectorMaintenance:
     """Queries for re-embedding; mixed into SQLiteStore below."""
 

@@ -1,0 +1,523 @@
+"""The recall index saved at a clean shutdown and loaded at the next start.
+
+Why: at a million memories building the index from SQLite takes minutes (tokenising every
+text ~1 min, the HNSW graph ~7 min); loading arrays written by the last run takes seconds.
+
+When it is used: only when it is provably current. Migration 0005 keeps a counter,
+``index_generation``, that triggers move on every insert, update or delete of
+``memories``, ``memory_vectors`` and ``associations``, whoever writes (the daemon, another
+process, an offline tool). The snapshot records the counter (and the store's random id) it
+was taken at, read on the writer connection with the write lock held, so no write can
+slip between the two; at start the counter is read again and anything else means a build
+from SQLite. The snapshot is also refused when the embedding model, dimension or format
+differ, or when any file fails its checks.
+
+It is deleted once a start has read it (used or not): it is only valid until the next
+write, and it holds vectors derived from memory content, which must not outlive a purge
+made while the daemon runs. For the same reason nothing of a purged memory is written:
+removed columns rows, vectors and postings are blanked or folded out first, and an HNSW
+index that has lost memories since it was built is not saved at all (usearch keeps a
+removed vector's bytes in its file).
+
+Format: a folder holding ``meta.json`` (format version, generation, model, dim, counts,
+and per file its dtype, shape, size and SHA-256) and one ``.npy`` file per array, written
+and read with ``allow_pickle=False``; an HNSW vector index as usearch's own file. It is
+written into a temporary folder beside the target, each file synced, then renamed into
+place; files are 0600 and the folder 0700. A load never trusts the files: sizes and
+checksums first (usearch is only handed a file whose checksum matches), then dtypes,
+shapes, ranges, monotone offsets and counts; any doubt returns None (logged at info)
+and never raises.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import secrets
+import shutil
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from mnemonic.index.builder import Built
+from mnemonic.index.columns import SOURCES, STATES, TYPES, MemoryColumns
+from mnemonic.index.fulltext import FullTextIndex
+from mnemonic.index.graph import MAX_SEQ, RELATIONS, AssociationGraph, Csr
+from mnemonic.index.vectors import AdaptiveVectors, ExactVectors
+from mnemonic.private_files import PRIVATE_MODE, restrict
+
+if TYPE_CHECKING:
+    from mnemonic.index.recall_index import RecallIndex
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+META = "meta.json"
+HNSW_FILE = "vectors.usearch"
+_META_MAX_BYTES = 64 << 20
+
+Array = npt.NDArray[Any]
+
+_COLUMN_DTYPES: dict[str, np.dtype[Any]] = {
+    name: a.dtype for name, a in MemoryColumns().export()[0].items()
+}
+_TEXT_DTYPES: dict[str, np.dtype[Any]] = {
+    "keys": np.dtype(np.int64),
+    "offsets": np.dtype(np.int64),
+    "seqs": np.dtype(np.int32),
+    "freqs": np.dtype(np.float32),
+    "present": np.dtype(np.bool_),
+    "lengths": np.dtype(np.int32),
+    "documents": np.dtype(np.int64),
+}
+_GRAPH_DTYPES: dict[str, np.dtype[Any]] = {
+    "indptr": np.dtype(np.int64),
+    "other": np.dtype(np.int32),
+    "relation": np.dtype(np.int8),
+    "strength": np.dtype(np.float32),
+}
+_EXACT_DTYPES: dict[str, np.dtype[Any]] = {
+    "matrix": np.dtype(np.float32),
+    "present": np.dtype(np.bool_),
+}
+_WHAT = {
+    "columns": "per-memory filter and ranking columns indexed by seq (index/columns.py)",
+    "fulltext": "BM25 base segment: sorted term keys, CSR offsets, seqs, frequencies;"
+    " per-seq presence and token counts (index/fulltext.py)",
+    "graph": "association CSR, both directions (index/graph.py)",
+    "vectors": "unit float32 vectors indexed by seq and their presence (index/vectors.py)",
+    "hnsw": "usearch HNSW index keyed by seq (index/hnsw.py)",
+}
+
+
+class NotSaved(Exception):
+    """The index is in no state to be saved (not ready, a switch under way, a purge); the
+    next start builds from SQLite, which is always correct."""
+
+
+class _Bad(Exception):
+    """A snapshot file failed a check (the message says which)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """Where the database stands: the change counter and the store's random id."""
+
+    value: int
+    store: str
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotInfo:
+    folder: Path
+    generation: int
+    bytes: int
+    seconds: float
+    memories: int
+    vectors: int
+    edges: int
+
+
+def read_generation(conn: sqlite3.Connection) -> Generation | None:
+    """The database's generation; None before migration 0005 (a read-only old file)."""
+    try:
+        row = conn.execute("SELECT value, store FROM index_generation WHERE id = 1").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return None if row is None else Generation(int(row[0]), str(row[1]))
+
+
+# ---- saving ---------------------------------------------------------------------------------
+
+
+def save_current(index: RecallIndex, folder: Path, conn: sqlite3.Connection) -> SnapshotInfo:
+    """Read the generation on ``conn`` and save ``index`` at it. Run it on the writer's
+    thread with the write lock held (``Database.run_maintenance``): no write can commit,
+    so nothing reaches the index between the read and the save."""
+    generation = read_generation(conn)
+    if generation is None:
+        raise NotSaved("the database has no index_generation table")
+    return save_snapshot(index, folder, generation)
+
+
+def save_snapshot(index: RecallIndex, folder: Path, generation: Generation) -> SnapshotInfo:
+    """Write ``index`` to ``folder`` as of ``generation`` (replacing any snapshot there).
+
+    The caller guarantees nothing changes the index meanwhile. Overlays and deltas are
+    folded in first, so only base arrays are written."""
+    started = time.perf_counter()
+    if not index.ready:
+        raise NotSaved(f"the index is {index.state}")
+    vectors = index.vectors
+    active = vectors.active
+    if vectors.switching:
+        raise NotSaved("the vector index is moving to HNSW")
+    if isinstance(active, ExactVectors) != (len(vectors) <= vectors.exact_max):
+        raise NotSaved("the vector index is not the kind a start would build")
+    if not isinstance(active, ExactVectors) and index.forgot_since_build:
+        raise NotSaved("memories were purged since the HNSW index was built")
+    columns, projects = index.columns.export()
+    text = index.fulltext.export()
+    csr = index.graph.export()
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        tmp.mkdir(mode=0o700, parents=False)
+        parts: dict[str, dict[str, object]] = {}
+        for name, array in columns.items():
+            parts[f"columns.{name}"] = _write_array(tmp, f"columns.{name}", array, "columns")
+        for name, array in text.items():
+            parts[f"fulltext.{name}"] = _write_array(tmp, f"fulltext.{name}", array, "fulltext")
+        for name in _GRAPH_DTYPES:
+            array = getattr(csr, name)
+            parts[f"graph.{name}"] = _write_array(tmp, f"graph.{name}", array, "graph")
+        if isinstance(active, ExactVectors):
+            matrix, present = active.export()
+            parts["vectors.matrix"] = _write_array(tmp, "vectors.matrix", matrix, "vectors")
+            parts["vectors.present"] = _write_array(tmp, "vectors.present", present, "vectors")
+        else:
+            path = tmp / HNSW_FILE
+            active.save(path)  # usearch's own file; HnswVectors.save syncs it
+            restrict(path)
+            parts["vectors.hnsw"] = {
+                "file": HNSW_FILE,
+                "bytes": path.stat().st_size,
+                "sha256": _sha256(path),
+                "what": _WHAT["hnsw"],
+            }
+        meta = {
+            "format": FORMAT,
+            "what": "mnemonic recall index snapshot (mnemonic/index/snapshot.py)",
+            "generation": generation.value,
+            "store": generation.store,
+            "model": index.model,
+            "dim": index.dim,
+            "created_at": time.time(),
+            "vectors": vectors.kind,
+            "projects": projects,
+            "counts": {
+                "memories": len(index.columns),
+                "documents": index.fulltext.document_count,
+                "vectors": len(vectors),
+                "edges": index.graph.edge_count,
+            },
+            "parts": parts,
+        }
+        _write_private(tmp / META, json.dumps(meta, indent=1).encode("utf-8"))
+        _fsync_dir(tmp)
+        _swap(tmp, folder)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    size = sum(p.stat().st_size for p in folder.iterdir())
+    info = SnapshotInfo(
+        folder=folder,
+        generation=generation.value,
+        bytes=size,
+        seconds=time.perf_counter() - started,
+        memories=len(index.columns),
+        vectors=len(vectors),
+        edges=index.graph.edge_count,
+    )
+    log.info(
+        "recall index saved in %.2f s (%.1f MB, generation %d)",
+        info.seconds,
+        info.bytes / 1e6,
+        info.generation,
+    )
+    return info
+
+
+def _write_array(folder: Path, name: str, array: Array, part: str) -> dict[str, object]:
+    path = folder / f"{name}.npy"
+    array = np.ascontiguousarray(array)
+    with _open_private(path) as f:
+        np.save(f, array, allow_pickle=False)
+        f.flush()
+        os.fsync(f.fileno())
+    return {
+        "file": path.name,
+        "dtype": array.dtype.str,
+        "shape": list(array.shape),
+        "bytes": path.stat().st_size,
+        "sha256": _sha256(path),
+        "what": _WHAT[part],
+    }
+
+
+def _open_private(path: Path) -> Any:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, PRIVATE_MODE)
+    return os.fdopen(fd, "wb")
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    with _open_private(path) as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _swap(tmp: Path, folder: Path) -> None:
+    """Put ``tmp`` in ``folder``'s place. A directory cannot be renamed over a non-empty
+    one, so an old snapshot is moved aside first; a crash in between leaves no snapshot
+    (a build from SQLite), never a mixed one."""
+    old = None
+    if folder.exists():
+        old = folder.with_name(f".{folder.name}.{os.getpid()}.{secrets.token_hex(4)}.old")
+        os.rename(folder, old)
+    os.rename(tmp, folder)
+    _fsync_dir(folder.parent)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def discard_snapshot(folder: Path) -> None:
+    """Delete the snapshot and any leftover temporary folders beside it (a crash mid-save)."""
+    targets = [folder, *folder.parent.glob(f".{folder.name}.*")]
+    for path in targets:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.exists() or path.is_symlink():
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+# ---- loading --------------------------------------------------------------------------------
+
+
+def load_snapshot(
+    folder: Path, *, model: str, dim: int, exact_max: int, generation: Generation
+) -> Built | None:
+    """The index saved in ``folder`` if it is current and sound, else None (logged at info
+    with the reason). Never raises for a bad or missing file."""
+    started = time.perf_counter()
+    if not (folder / META).is_file():
+        log.info("no recall index snapshot: building from the database")
+        return None
+    try:
+        built = _load(folder, model, dim, exact_max, generation)
+    except _Bad as exc:
+        log.info("recall index snapshot not used (%s): building from the database", exc)
+        return None
+    except Exception as exc:  # noqa: BLE001 - a file numpy or usearch could not read
+        log.info(
+            "recall index snapshot not used (%s: %s): building from the database",
+            type(exc).__name__,
+            exc,
+        )
+        return None
+    log.info(
+        "recall index loaded from its snapshot in %.2f s (%d memories, %d vectors)",
+        time.perf_counter() - started,
+        len(built.columns),
+        len(built.vectors),
+    )
+    return built
+
+
+def _load(folder: Path, model: str, dim: int, exact_max: int, generation: Generation) -> Built:
+    meta = _read_meta(folder / META)
+    _expect(meta.get("format") == FORMAT, f"format {meta.get('format')!r}, not {FORMAT}")
+    _expect(meta.get("store") == generation.store, "saved from another database")
+    _expect(
+        meta.get("generation") == generation.value,
+        f"saved at generation {meta.get('generation')!r}, the database is at {generation.value}",
+    )
+    _expect(meta.get("model") == model, "another embedding model")
+    _expect(meta.get("dim") == dim, "another vector dimension")
+    counts = meta.get("counts")
+    parts = meta.get("parts")
+    projects = meta.get("projects")
+    _expect(isinstance(counts, dict) and isinstance(parts, dict), "meta.json lacks its parts")
+    assert isinstance(counts, dict) and isinstance(parts, dict)
+    _expect(
+        isinstance(projects, list) and all(isinstance(p, str) for p in projects),
+        "meta.json lacks the project names",
+    )
+    assert isinstance(projects, list)
+    _expect(len(set(projects)) == len(projects), "project names repeat")
+
+    columns = _columns(
+        {n: _array(folder, parts, f"columns.{n}", d) for n, d in _COLUMN_DTYPES.items()},
+        projects,
+        counts,
+    )
+    fulltext = _fulltext(
+        {n: _array(folder, parts, f"fulltext.{n}", d) for n, d in _TEXT_DTYPES.items()}, counts
+    )
+    graph = _graph(
+        {n: _array(folder, parts, f"graph.{n}", d) for n, d in _GRAPH_DTYPES.items()}, counts
+    )
+    vectors = _vectors(folder, parts, meta.get("vectors"), dim, exact_max, counts)
+    return Built(columns=columns, fulltext=fulltext, vectors=vectors, graph=graph)
+
+
+def _expect(condition: bool, why: str) -> None:
+    if not condition:
+        raise _Bad(why)
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    _expect(path.stat().st_size <= _META_MAX_BYTES, "meta.json is too large")
+    try:
+        meta = json.loads(path.read_bytes())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _Bad(f"meta.json is not JSON ({exc})") from exc
+    _expect(isinstance(meta, dict), "meta.json is not an object")
+    assert isinstance(meta, dict)
+    return meta
+
+
+def _checked_file(folder: Path, parts: dict[str, Any], name: str) -> tuple[Path, dict[str, Any]]:
+    """The part's file, after its size and SHA-256 match what meta.json recorded."""
+    entry = parts.get(name)
+    _expect(isinstance(entry, dict), f"{name} is missing from meta.json")
+    assert isinstance(entry, dict)
+    file = entry.get("file")
+    _expect(
+        isinstance(file, str) and file == Path(file).name and not file.startswith("."),
+        f"{name}: bad file name",
+    )
+    assert isinstance(file, str)
+    path = folder / file
+    _expect(path.is_file() and not path.is_symlink(), f"{file} is missing")
+    _expect(path.stat().st_size == entry.get("bytes"), f"{file} has the wrong size")
+    _expect(_sha256(path) == entry.get("sha256"), f"{file} fails its checksum")
+    return path, entry
+
+
+def _array(folder: Path, parts: dict[str, Any], name: str, dtype: np.dtype[Any]) -> Array:
+    path, entry = _checked_file(folder, parts, name)
+    array = np.load(path, allow_pickle=False)
+    _expect(isinstance(array, np.ndarray), f"{path.name} is not one array")
+    _expect(array.dtype == dtype, f"{path.name} holds {array.dtype}, not {dtype}")
+    _expect(list(array.shape) == entry.get("shape"), f"{path.name} has the wrong shape")
+    _expect(array.ndim >= 1, f"{path.name} is a scalar")
+    return np.ascontiguousarray(array)
+
+
+def _in_range(array: Array, low: int, high: int) -> bool:
+    """Every value in [low, high) (an empty array passes)."""
+    return not len(array) or (int(array.min()) >= low and int(array.max()) < high)
+
+
+def _columns(
+    arrays: dict[str, Array], projects: list[str], counts: dict[str, Any]
+) -> MemoryColumns:
+    size = len(arrays["state"])
+    _expect(
+        all(a.ndim == 1 and len(a) == size for a in arrays.values()),
+        "columns differ in length",
+    )
+    state = arrays["state"]
+    _expect(_in_range(state, 0, len(STATES)), "a state code is out of range")
+    _expect(_in_range(arrays["type"], 0, len(TYPES)), "a type code is out of range")
+    _expect(_in_range(arrays["source"], 0, len(SOURCES)), "a source code is out of range")
+    project = arrays["project"]
+    held = state != 0
+    _expect(_in_range(project[held], 0, len(projects)), "a project code is out of range")
+    _expect(bool(np.all(project[~held] == -1)), "an empty row names a project")
+    for name in ("timestamp", "salience", "significance", "utility"):
+        _expect(bool(np.all(np.isfinite(arrays[name]))), f"column {name} is not finite")
+    columns = MemoryColumns.restore(arrays, projects)
+    _expect(len(columns) == counts.get("memories"), "the memory count differs")
+    return columns
+
+
+def _fulltext(arrays: dict[str, Array], counts: dict[str, Any]) -> FullTextIndex:
+    keys, offsets = arrays["keys"], arrays["offsets"]
+    seqs, freqs = arrays["seqs"], arrays["freqs"]
+    present, lengths = arrays["present"], arrays["lengths"]
+    _expect(keys.ndim == offsets.ndim == seqs.ndim == freqs.ndim == 1, "postings are not 1-D")
+    _expect(len(offsets) == len(keys) + 1, "offsets do not match the keys")
+    _expect(bool(np.all(keys[1:] > keys[:-1])), "term keys are not strictly ascending")
+    _expect(int(offsets[0]) == 0 and int(offsets[-1]) == len(seqs), "offsets do not span")
+    _expect(bool(np.all(offsets[1:] >= offsets[:-1])), "offsets are not monotone")
+    _expect(len(freqs) == len(seqs), "frequencies do not match the seqs")
+    _expect(present.ndim == lengths.ndim == 1 and len(present) == len(lengths), "bad lengths")
+    _expect(_in_range(seqs, 0, len(present)), "a posting's seq is out of range")
+    _expect(bool(np.all(present[seqs])), "a posting names a document not held")
+    _expect(bool(np.all(np.isfinite(freqs))) and not (len(freqs) and freqs.min() <= 0), "bad freq")
+    _expect(_in_range(lengths, 0, 2**31 - 1), "a document length is negative")
+    documents = arrays["documents"]
+    _expect(documents.shape == (1,), "bad document count")
+    held = int(np.count_nonzero(present))
+    _expect(0 <= int(documents[0]) <= held, "bad document count")
+    _expect(held == counts.get("documents"), "the document count differs")
+    return FullTextIndex.restore(arrays)
+
+
+def _graph(arrays: dict[str, Array], counts: dict[str, Any]) -> AssociationGraph:
+    indptr, other = arrays["indptr"], arrays["other"]
+    relation, strength = arrays["relation"], arrays["strength"]
+    _expect(all(a.ndim == 1 for a in arrays.values()), "graph arrays are not 1-D")
+    _expect(len(indptr) >= 1 and int(indptr[0]) == 0, "bad graph offsets")
+    _expect(int(indptr[-1]) == len(other), "graph offsets do not span")
+    _expect(bool(np.all(indptr[1:] >= indptr[:-1])), "graph offsets are not monotone")
+    _expect(len(relation) == len(strength) == len(other), "graph columns differ in length")
+    _expect(len(other) % 2 == 0, "an edge lacks its reverse entry")
+    _expect(_in_range(other, 0, MAX_SEQ + 1), "an edge's seq is out of range")
+    _expect(_in_range(relation, 0, len(RELATIONS)), "a relation code is out of range")
+    _expect(
+        not len(strength) or (float(strength.min()) >= 0.0 and float(strength.max()) <= 1.0),
+        "an edge strength is outside [0, 1]",
+    )  # NaN fails both comparisons
+    graph = AssociationGraph(Csr(indptr, other, relation, strength))
+    _expect(graph.edge_count == counts.get("edges"), "the edge count differs")
+    return graph
+
+
+def _vectors(
+    folder: Path,
+    parts: dict[str, Any],
+    kind: object,
+    dim: int,
+    exact_max: int,
+    counts: dict[str, Any],
+) -> AdaptiveVectors:
+    """Exact or HNSW, as a build from the database would choose for this many vectors."""
+    count = counts.get("vectors")
+    _expect(isinstance(count, int) and count >= 0, "bad vector count")
+    assert isinstance(count, int)
+    vectors = AdaptiveVectors(dim, exact_max=exact_max)
+    if kind == ExactVectors.kind:
+        _expect(count <= exact_max, "past recall.vector_exact_max: a build makes an HNSW index")
+        matrix = _array(folder, parts, "vectors.matrix", _EXACT_DTYPES["matrix"])
+        present = _array(folder, parts, "vectors.present", _EXACT_DTYPES["present"])
+        _expect(matrix.ndim == 2 and matrix.shape[1] == dim, "vectors have the wrong shape")
+        _expect(present.ndim == 1 and len(present) == len(matrix), "vector presence differs")
+        _expect(bool(np.all(np.isfinite(matrix))), "a vector is not finite")
+        exact = ExactVectors.restore(matrix, present)
+        _expect(len(exact) == count, "the vector count differs")
+        vectors.adopt(exact)
+        return vectors
+    _expect(isinstance(kind, str) and kind.startswith("usearch-hnsw"), f"vectors {kind!r}")
+    _expect(count > exact_max, "within recall.vector_exact_max: a build makes an exact index")
+    path, _ = _checked_file(folder, parts, "vectors.hnsw")
+    from mnemonic.index.hnsw import HnswVectors  # usearch only at scale
+
+    hnsw = HnswVectors.open(path, view=False)  # read into memory: the folder is deleted next
+    _expect(hnsw.dim == dim and hnsw.kind == kind, "the HNSW index differs from meta.json")
+    _expect(len(hnsw) == count, "the vector count differs")
+    vectors.adopt(hnsw)
+    return vectors

@@ -1,0 +1,515 @@
+"""The recall index saved at a clean stop and loaded at the next start (index/snapshot.py).
+
+Real daemons on the same paths: one writes and stops, the next starts from the snapshot
+and must equal a build from SQLite. A write made while no daemon runs (the generation
+moves), a corrupt file or a changed setting must make the start build from SQLite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import stat
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from starlette.testclient import TestClient
+from support.index_check import assert_index_matches_database
+
+from mnemonic.config import StorageConfig
+from mnemonic.index.fulltext import term_key
+from mnemonic.index.snapshot import (
+    META,
+    Generation,
+    discard_snapshot,
+    load_snapshot,
+    read_generation,
+)
+from mnemonic.llm.embedding.onnx import OnnxEmbedder
+from mnemonic.paths import Paths
+from mnemonic.store.database import migrate
+
+TOPICS = [
+    "the staging deploy failed because the postgres migration timed out",
+    "postgres migration on staging needs a longer statement timeout",
+    "grafana alert for redis cache memory fired during the billing run",
+    "redis cache eviction caused the billing invoice job to retry",
+    "kubernetes pod crash loop after the docker image upgrade",
+    "docker image build pipeline is flaky on the release branch",
+    "merge conflict in the schema file blocked the release branch",
+    "replica lag on the dashboard grew while vacuum ran on the primary",
+    "latency dashboard shows the retry backoff doubling every minute",
+    "decided to pin the postgres client library after the timeout incident",
+    "the invoice pdf renderer leaks memory when fonts are missing",
+    "release notes for the billing service mention the invoice retry fix",
+]
+QUERIES = [
+    "postgres migration timeout",
+    "billing invoice retry",
+    "docker build flaky",
+    "why did the pod crash",
+]
+TERMS = ["postgres", "migration", "billing", "invoice", "redis", "docker", "release", "lag"]
+
+
+def _folder(paths: Paths) -> Path:
+    return paths.data_dir / "recall-index"
+
+
+def _fill(client: TestClient, texts: list[str], project: str = "alpha") -> list[str]:
+    items = [{"content": t, "project": project} for t in texts]
+    answer = client.post(
+        "/api/v1/memories/batch", params={"wait": "true"}, json={"memories": items}
+    )
+    assert answer.status_code in (200, 201), answer.text
+    page = client.get("/api/v1/memories", params={"limit": 200, "state": "active"})
+    return [m["id"] for m in page.json()["items"]]
+
+
+def _answers(client: TestClient) -> list[list[tuple[str, float]]]:
+    out = []
+    for query in QUERIES:
+        answer = client.post("/api/v1/query", json={"query": query, "limit": 8, "min_score": 0})
+        assert answer.status_code == 200, answer.text
+        out.append([(r["memory"]["id"], r["score"]) for r in answer.json()["results"]])
+    return out
+
+
+def _same_answers(got: list[list[tuple[str, float]]], want: list[list[tuple[str, float]]]) -> None:
+    assert any(want), "the queries found nothing: the comparison would be empty"
+    for a, b in zip(got, want, strict=True):
+        assert [i for i, _ in a] == [i for i, _ in b]
+        assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-3)
+
+
+def _stop(client: TestClient) -> None:
+    client.__exit__(None, None, None)
+
+
+def _check(client: TestClient) -> None:
+    client.portal.call(assert_index_matches_database, client.daemon, TERMS)  # type: ignore[attr-defined]
+
+
+def _recall_index(client: TestClient) -> dict[str, Any]:
+    health = client.get("/api/v1/health")
+    assert health.status_code == 200, health.text
+    described: dict[str, Any] = health.json()["recall_index"]
+    return described
+
+
+def _generation(paths: Paths) -> Generation:
+    with sqlite3.connect(paths.database) as conn:
+        found = read_generation(conn)
+    assert found is not None
+    return found
+
+
+def test_a_clean_stop_saves_the_index_and_the_next_start_loads_it(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    first = make_client()
+    ids = _fill(first, TOPICS)
+    amended = first.patch(
+        f"/api/v1/memories/{ids[0]}",
+        json={"content": "the staging deploy failed: the postgres migration lock timed out"},
+    )
+    assert amended.status_code == 200, amended.text
+    assert first.delete(f"/api/v1/memories/{ids[1]}").status_code == 200  # forget: archived
+    assert first.daemon.index.graph.edge_count > 0  # type: ignore[attr-defined]
+    before = _answers(first)
+    _stop(first)
+
+    folder = _folder(paths)
+    assert (folder / META).is_file()
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    for file in folder.iterdir():
+        assert stat.S_IMODE(file.stat().st_mode) == 0o600, file.name
+    meta = json.loads((folder / META).read_text())
+    assert meta["generation"] == _generation(paths).value
+    assert meta["counts"]["memories"] == len(TOPICS)
+
+    second = make_client()
+    described = _recall_index(second)
+    assert described["state"] == "ready"
+    assert described["built_from"] == "snapshot"
+    assert described["build_seconds"] is not None
+    assert not folder.exists(), "a snapshot must not outlive the start that read it"
+    _check(second)
+    _same_answers(_answers(second), before)
+
+    # the loaded parts take changes like built ones: new, amended, purged memories
+    more = _fill(second, ["vacuum on the replica made the dashboard latency spike"])
+    second.patch(f"/api/v1/memories/{more[0]}", json={"content": "billing invoice pdf leak"})
+    purged = second.post("/api/v1/purge", json={"memory_ids": [ids[2]]})
+    assert purged.status_code == 200, purged.text
+    _check(second)
+
+
+def test_a_write_while_stopped_makes_the_snapshot_stale(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    first = make_client()
+    _fill(first, TOPICS[:6])
+    _stop(first)
+    assert (_folder(paths) / META).is_file()
+    before = _generation(paths)
+    with sqlite3.connect(paths.database) as conn:  # an offline tool, no daemon running
+        conn.execute(
+            "UPDATE memories SET salience = 0.99 WHERE seq = (SELECT min(seq) FROM memories)"
+        )
+    assert _generation(paths).value > before.value
+
+    second = make_client()
+    assert _recall_index(second)["built_from"] == "sqlite"
+    assert not _folder(paths).exists()
+    _check(second)  # the new salience is in the index
+    index = second.daemon.index  # type: ignore[attr-defined]
+    first_seq = int(index.columns.seqs()[0])
+    traits = index.columns.traits(first_seq)
+    assert traits is not None and traits.salience == pytest.approx(0.99)
+
+
+def test_a_truncated_file_is_ignored_and_the_start_builds_from_sqlite(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    first = make_client()
+    _fill(first, TOPICS[:6])
+    before = _answers(first)
+    _stop(first)
+    matrix = _folder(paths) / "vectors.matrix.npy"
+    data = matrix.read_bytes()
+    matrix.write_bytes(data[: len(data) // 2])
+
+    second = make_client()
+    assert _recall_index(second)["built_from"] == "sqlite"
+    assert not _folder(paths).exists()
+    _check(second)
+    _same_answers(_answers(second), before)
+
+
+# ---- a saved folder, loaded directly: every kind of damage is refused ----------------------
+
+
+@pytest.fixture
+def saved(make_client: Callable[..., TestClient], paths: Paths, tmp_path: Path) -> Path:
+    """A snapshot of a few memories, copied aside (the original stays untouched)."""
+    client = make_client()
+    _fill(client, TOPICS[:5])
+    _stop(client)
+    copy = tmp_path / "saved"
+    shutil.copytree(_folder(paths), copy)
+    return copy
+
+
+def _load(folder: Path, paths: Paths, model: str, **changes: Any) -> object:
+    args: dict[str, Any] = {
+        "model": model,
+        "dim": 384,
+        "exact_max": 200_000,
+        "generation": _generation(paths),
+    }
+    args.update(changes)
+    return load_snapshot(folder, **args)
+
+
+def _rewrite(folder: Path, part: str, array: np.ndarray) -> None:
+    """Replace one part's array and record its size and checksum, as a consistent but
+    wrong file would be (so only the structural checks can catch it)."""
+    meta = json.loads((folder / META).read_text())
+    entry = meta["parts"][part]
+    path = folder / entry["file"]
+    path.unlink()
+    np.save(path, array, allow_pickle=False)
+    entry["bytes"] = path.stat().st_size
+    entry["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    entry["shape"] = list(array.shape)
+    entry["dtype"] = array.dtype.str
+    (folder / META).write_text(json.dumps(meta))
+
+
+def _array(folder: Path, part: str) -> np.ndarray:
+    meta = json.loads((folder / META).read_text())
+    loaded: np.ndarray = np.load(folder / meta["parts"][part]["file"])
+    return loaded
+
+
+def _flip_byte(folder: Path) -> None:
+    path = folder / "fulltext.freqs.npy"
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0x40
+    path.write_bytes(bytes(data))
+
+
+def _meta_edit(**values: Any) -> Callable[[Path], None]:
+    def edit(folder: Path) -> None:
+        meta = json.loads((folder / META).read_text())
+        meta.update(values)
+        (folder / META).write_text(json.dumps(meta))
+
+    return edit
+
+
+def _offsets_backwards(folder: Path) -> None:
+    offsets = _array(folder, "fulltext.offsets")
+    offsets[1], offsets[2] = offsets[2], offsets[1]
+    _rewrite(folder, "fulltext.offsets", offsets)
+
+
+def _seq_out_of_range(folder: Path) -> None:
+    seqs = _array(folder, "fulltext.seqs")
+    seqs[0] = 10**6
+    _rewrite(folder, "fulltext.seqs", seqs)
+
+
+def _wrong_dtype(folder: Path) -> None:
+    _rewrite(folder, "columns.salience", _array(folder, "columns.salience").astype(np.float64))
+
+
+def _nan_vector(folder: Path) -> None:
+    matrix = _array(folder, "vectors.matrix")
+    matrix[-1, 0] = np.nan
+    _rewrite(folder, "vectors.matrix", matrix)
+
+
+def _bad_state(folder: Path) -> None:
+    state = _array(folder, "columns.state")
+    state[-1] = 100
+    _rewrite(folder, "columns.state", state)
+
+
+def _bad_edge(folder: Path) -> None:
+    strength = _array(folder, "graph.strength")
+    if len(strength):
+        strength[0] = 2.0
+        _rewrite(folder, "graph.strength", strength)
+    else:
+        _rewrite(folder, "graph.indptr", np.array([0, 1], np.int64))
+
+
+DAMAGE: dict[str, Callable[[Path], None]] = {
+    "meta not json": lambda f: (f / META).write_text("{not json"),
+    "meta a list": lambda f: (f / META).write_text("[]"),
+    "meta gone": lambda f: (f / META).unlink(),
+    "a file gone": lambda f: (f / "graph.other.npy").unlink(),
+    "a file truncated": lambda f: (f / "fulltext.keys.npy").write_bytes(b"\x93NUMPY"),
+    "a flipped byte": _flip_byte,
+    "another format": _meta_edit(format=99),
+    "another model": _meta_edit(model="other-model"),
+    "another dim": _meta_edit(dim=768),
+    "another generation": _meta_edit(generation=-5),
+    "another store": _meta_edit(store="0" * 32),
+    "a path in a file name": lambda f: _meta_edit(
+        parts={
+            **json.loads((f / META).read_text())["parts"],
+            "graph.other": {"file": "../../etc/passwd"},
+        }
+    )(f),
+    "offsets not monotone": _offsets_backwards,
+    "a posting out of range": _seq_out_of_range,
+    "a wrong dtype": _wrong_dtype,
+    "a vector not finite": _nan_vector,
+    "a state code out of range": _bad_state,
+    "an edge out of bounds": _bad_edge,
+}
+
+
+def test_a_sound_snapshot_loads(saved: Path, paths: Paths, embedder: OnnxEmbedder) -> None:
+    built = _load(saved, paths, embedder.name)
+    assert built is not None
+    assert _load(saved, paths, embedder.name, exact_max=2) is None  # a build makes HNSW
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_a_damaged_snapshot_is_refused_without_raising(
+    saved: Path,
+    paths: Paths,
+    embedder: OnnxEmbedder,
+    damage: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    DAMAGE[damage](saved)
+    caplog.set_level("INFO", logger="mnemonic.index.snapshot")
+    assert _load(saved, paths, embedder.name) is None
+    assert "snapshot" in caplog.text
+
+
+# ---- HNSW, purges, the setting ----------------------------------------------------------------
+
+
+def _hnsw_texts(n: int) -> list[str]:
+    words = [*TERMS, "vacuum", "replica", "grafana", "kubernetes", "pipeline", "schema"]
+    rng = np.random.default_rng(5)
+    return [" ".join(rng.choice(words, size=7)) + f" note {i}" for i in range(n)]
+
+
+def test_the_hnsw_vector_index_round_trips(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    first = make_client(recall={"vector_exact_max": 10})
+    _fill(first, _hnsw_texts(30))
+    _stop(first)  # saved on HNSW, or not at all if the switch was still under way
+    second = make_client(recall={"vector_exact_max": 10})  # from that snapshot or SQLite
+    assert second.daemon.index.vectors.kind.startswith("usearch-hnsw")  # type: ignore[attr-defined]
+    before = _answers(second)
+    _stop(second)
+    meta = json.loads((_folder(paths) / META).read_text())
+    assert meta["vectors"].startswith("usearch-hnsw")
+    assert (_folder(paths) / "vectors.usearch").is_file()
+
+    third = make_client(recall={"vector_exact_max": 10})
+    described = _recall_index(third)
+    assert described["built_from"] == "snapshot"
+    assert described["entry_points"]["vectors"]["kind"].startswith("usearch-hnsw")
+    _check(third)
+    _same_answers(_answers(third), before)
+
+
+def test_a_purge_leaves_nothing_of_the_memory_in_the_snapshot(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    client = make_client()
+    _fill(client, TOPICS[:4])
+    secret = _fill(client, ["the vault token rotation runbook lives in hush-hush"], "hush")
+    target = next(i for i in secret if client.get(f"/api/v1/memories/{i}").json()["project"])
+    with sqlite3.connect(paths.database) as conn:
+        (seq,) = conn.execute("SELECT seq FROM memories WHERE id = ?", (target,)).fetchone()
+    assert client.post("/api/v1/purge", json={"memory_ids": [target]}).status_code == 200
+    _stop(client)
+    folder = _folder(paths)
+    meta = json.loads((folder / META).read_text())
+    assert "hush" not in meta["projects"]
+    assert not np.any(np.load(folder / "vectors.matrix.npy")[seq])
+    assert not np.load(folder / "vectors.present.npy")[seq]
+    assert seq not in np.load(folder / "fulltext.seqs.npy")
+    assert np.load(folder / "columns.state.npy")[seq] == 0
+    assert np.load(folder / "columns.salience.npy")[seq] == 0
+
+
+def test_a_purge_on_hnsw_saves_no_snapshot(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    """usearch keeps a removed vector's bytes in its file: after a purge the HNSW index
+    is not written; the next start builds from SQLite."""
+    first = make_client(recall={"vector_exact_max": 10})
+    ids = _fill(first, _hnsw_texts(20))
+    _stop(first)
+    second = make_client(recall={"vector_exact_max": 10})
+    assert second.daemon.index.vectors.kind.startswith("usearch-hnsw")  # type: ignore[attr-defined]
+    assert second.post("/api/v1/purge", json={"memory_ids": [ids[0]]}).status_code == 200
+    _stop(second)
+    assert not _folder(paths).exists()
+
+
+def test_with_the_setting_off_nothing_is_saved_and_an_old_snapshot_goes(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    first = make_client()
+    _fill(first, TOPICS[:3])
+    _stop(first)
+    assert _folder(paths).exists()
+    leftover = paths.data_dir / ".recall-index.123.abcd.tmp"  # a crash mid-save
+    leftover.mkdir()
+    second = make_client(recall={"index_snapshot": False})
+    assert _recall_index(second)["built_from"] == "sqlite"
+    assert not _folder(paths).exists()
+    assert not leftover.exists()
+    _stop(second)
+    assert not _folder(paths).exists()
+
+
+def test_discard_removes_the_folder_and_leftovers(tmp_path: Path) -> None:
+    folder = tmp_path / "recall-index"
+    for path in (folder, tmp_path / ".recall-index.1.ff.tmp", tmp_path / ".recall-index.2.ee.old"):
+        path.mkdir()
+        (path / "x.npy").write_bytes(b"x")
+    keep = tmp_path / "mnemonic.db"
+    keep.write_bytes(b"db")
+    discard_snapshot(folder)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mnemonic.db"]
+    discard_snapshot(folder)  # nothing there: no error
+
+
+# ---- migration 0005 ------------------------------------------------------------------------
+
+
+def test_the_generation_moves_with_every_row_the_index_copies(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    migrate(db, StorageConfig())
+    conn = sqlite3.connect(db, isolation_level=None)
+    now = "2024-05-01T00:00:00.000000+00:00"
+
+    def generation() -> int:
+        found = read_generation(conn)
+        assert found is not None and len(found.store) == 32
+        return found.value
+
+    def moves(sql: str, *args: object) -> None:
+        before = generation()
+        conn.execute(sql, args)
+        assert generation() == before + 1, sql
+
+    assert generation() == 0
+    for seq in (1, 2):
+        conn.execute(
+            "INSERT INTO raw_memories (id, content, content_hash, source, timestamp, created_at)"
+            " VALUES (?, 'x', 'h', 'api', ?, ?)",
+            (f"r{seq}", now, now),
+        )
+    assert generation() == 0  # raw memories are not in the index
+    for seq in (1, 2):
+        moves(
+            "INSERT INTO memories (seq, id, raw_id, content, content_hash, summary, type,"
+            " source, significance, salience, timestamp, created_at, updated_at)"
+            " VALUES (?, ?, ?, 'x', 'h', 's', 'general', 'api', 0.5, 0.5, ?, ?, ?)",
+            seq,
+            f"m{seq}",
+            f"r{seq}",
+            now,
+            now,
+            now,
+        )
+    moves("UPDATE memories SET salience = 0.9 WHERE seq = 1")
+    moves("INSERT INTO memory_vectors VALUES (1, 'model', 2, ?)", b"\0" * 8)
+    moves("UPDATE memory_vectors SET vector = ? WHERE seq = 1", b"\1" * 8)
+    moves(
+        "INSERT INTO associations (source_seq, target_seq, relation, strength, created_at,"
+        " updated_at) VALUES (1, 2, 'similar', 0.5, ?, ?)",
+        now,
+        now,
+    )
+    moves("UPDATE associations SET strength = 0.7 WHERE source_seq = 1")
+    moves("DELETE FROM associations WHERE source_seq = 1")
+    moves("DELETE FROM memory_vectors WHERE seq = 1")
+    moves("DELETE FROM memories WHERE seq = 2")
+    before = generation()
+    conn.execute("INSERT INTO system_meta VALUES ('k', 'v', ?)", (now,))
+    assert generation() == before  # other tables do not move it
+    conn.close()
+
+
+def test_term_keys_are_the_same_in_every_process() -> None:
+    """A saved full-text index is keyed by term hashes: Python's ``hash()`` is salted per
+    process, so keys must come from a stable hash or a loaded index finds nothing."""
+    words = ["deploy", "postgr", "naïve", "日本語", "\ud800x"]
+    code = (
+        "import json, sys; from mnemonic.index.fulltext import term_key;"
+        "print(json.dumps([term_key(w) for w in json.loads(sys.argv[1])]))"
+    )
+    for seed in ("1", "2"):
+        out = subprocess.run(
+            [sys.executable, "-c", code, json.dumps(words)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        assert json.loads(out.stdout) == [term_key(w) for w in words]
+    assert all(-(2**63) <= term_key(w) < 2**63 for w in words)
