@@ -106,6 +106,8 @@ def query_evidence(
 
 def _fold(text: str) -> str:
     """Casefold and strip diacritics, as the index's unicode61 tokenizer does."""
+    if text.isascii():  # nothing to decompose: skip the per-character pass (most texts)
+        return text.casefold()
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 

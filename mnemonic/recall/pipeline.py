@@ -164,9 +164,10 @@ class Recaller:
         else:
             evidence = query_evidence(terms, found.cosine, fts_texts, self._calibration)
         floor = cfg.min_score if min_score is None else min_score
-        passing = [r for r in calibrate(found.ranked, evidence) if r.score >= floor]
+        # ranked is strongest first, so the pool is a prefix: calibrate only that
+        passing = [r for r in calibrate(found.ranked, evidence, pool_size) if r.score >= floor]
         # a memory purged since the index saw it is not in ``memories``: it cannot answer
-        pool = [Scored.of(r, memories[r.seq]) for r in passing[:pool_size] if r.seq in memories]
+        pool = [Scored.of(r, memories[r.seq]) for r in passing if r.seq in memories]
         order = mmr_order(
             [(s.memory.seq, s.strength) for s in pool],
             self._index.vectors_for([s.memory.seq for s in pool]),

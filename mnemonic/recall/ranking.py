@@ -109,11 +109,15 @@ def score(seq: int, traits: Traits, signals: Signals, cfg: RecallConfig, now: da
     )
 
 
-def calibrate(scored: Sequence[Ranked], evidence: float) -> list[Ranked]:
+def calibrate(
+    scored: Sequence[Ranked], evidence: float, first: int | None = None
+) -> list[Ranked]:
     """Scores in [0, 1]: ``evidence x strength / best strength``, order unchanged.
 
     The best candidate scores the query's evidence, the others their share of it; the
-    contributions are scaled by the same factor so they still sum to the score.
+    contributions are scaled by the same factor so they still sum to the score. With
+    ``first``, only that many candidates of ``scored`` (strongest first) are returned:
+    recall needs the pool, not the hundred behind it.
     """
     best = max((s.strength for s in scored), default=0.0)
     factor = evidence / best if best > 0 else 0.0
@@ -123,5 +127,5 @@ def calibrate(scored: Sequence[Ranked], evidence: float) -> list[Ranked]:
             score=s.strength * factor,
             contributions={k: v * factor for k, v in s.contributions.items()},
         )
-        for s in scored
+        for s in (scored if first is None else scored[:first])
     ]
