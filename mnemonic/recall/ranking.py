@@ -109,9 +109,7 @@ def score(seq: int, traits: Traits, signals: Signals, cfg: RecallConfig, now: da
     )
 
 
-def calibrate(
-    scored: Sequence[Ranked], evidence: float, first: int | None = None
-) -> list[Ranked]:
+def calibrate(scored: Sequence[Ranked], evidence: float, first: int | None = None) -> list[Ranked]:
     """Scores in [0, 1]: ``evidence x strength / best strength``, order unchanged.
 
     The best candidate scores the query's evidence, the others their share of it; the
