@@ -15,11 +15,10 @@ import numpy as np
 
 from mnemonic.index.columns import COLUMN_SQL, ColumnRow, MemoryColumns
 from mnemonic.index.fulltext import Analyzed, FullTextIndex, analyze
-from mnemonic.index.graph import RELATIONS, AssociationGraph
+from mnemonic.index.graph import RELATION_CODES, AssociationGraph
 from mnemonic.index.vectors import AdaptiveVectors
 
 CHUNK = 8192
-_RELATION_CODE = {name: code for code, name in enumerate(RELATIONS)}
 
 
 @dataclass(slots=True)
@@ -116,7 +115,7 @@ def _graph(conn: sqlite3.Connection, chunk: int) -> AssociationGraph:
         end = filled + n
         source[filled:end] = [r[0] for r in rows]
         target[filled:end] = [r[1] for r in rows]
-        relation[filled:end] = [_RELATION_CODE[r[2]] for r in rows]
+        relation[filled:end] = [RELATION_CODES[r[2]] for r in rows]
         strength[filled:end] = [r[3] for r in rows]
         filled = end
     return AssociationGraph.build(

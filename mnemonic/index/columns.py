@@ -207,12 +207,6 @@ class MemoryColumns:
         arrays = self._arrays
         return 0 <= seq < arrays.capacity and bool(arrays.state[seq] != 0)
 
-    def state_of(self, seq: int) -> str | None:
-        arrays = self._arrays
-        if not 0 <= seq < arrays.capacity or arrays.state[seq] == 0:
-            return None
-        return STATES[int(arrays.state[seq])]
-
     def mask(self, filters: Filters | None) -> BoolArray:
         """``allowed``: True at each seq whose memory passes ``filters`` (None = present)."""
         arrays = self._arrays

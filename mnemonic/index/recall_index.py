@@ -33,7 +33,7 @@ from mnemonic.index.changes import DeltaReader, IndexDelta, install_triggers
 from mnemonic.index.columns import BoolArray, MemoryColumns, SeqArray
 from mnemonic.index.fulltext import FullTextIndex
 from mnemonic.index.fulltext import compact as compact_text
-from mnemonic.index.graph import RELATIONS, AssociationGraph, build_csr
+from mnemonic.index.graph import RELATION_CODES, AssociationGraph, build_csr
 from mnemonic.index.snapshot import discard_snapshot, load_snapshot, read_generation
 from mnemonic.index.vectors import AdaptiveVectors
 from mnemonic.llm.embedding import Vectors
@@ -42,7 +42,6 @@ from mnemonic.store.base import Filters
 log = logging.getLogger(__name__)
 
 State = Literal["empty", "building", "ready", "stale"]
-_RELATION_CODE = {name: code for code, name in enumerate(RELATIONS)}
 
 
 class _Resync:
@@ -152,9 +151,9 @@ class RecallIndex:
         if delta.vector_seqs and delta.vectors is not None:
             self.vectors.set(np.asarray(delta.vector_seqs, dtype=np.int64), delta.vectors)
         for source, target, relation in delta.edges_gone:
-            self.graph.remove_edge(source, target, _RELATION_CODE[relation])
+            self.graph.remove_edge(source, target, RELATION_CODES[relation])
         for source, target, relation, strength in delta.edges:
-            self.graph.upsert(source, target, _RELATION_CODE[relation], strength)
+            self.graph.upsert(source, target, RELATION_CODES[relation], strength)
         if self._switching is None and self.vectors.needs_switch:
             self._switching = asyncio.get_running_loop().create_task(
                 self._switch_vectors(), name="mnemonic:index-hnsw"
@@ -298,11 +297,6 @@ class RecallIndex:
             log.warning("could not delete the recall index snapshot %s", folder, exc_info=True)
         return built
 
-    def switch_model(self, model: str) -> None:
-        """Vectors of ``model`` are the searchable ones from now on (after a re-embed);
-        the caller rebuilds the index so the old model's vectors leave it."""
-        self._reader.model = model
-
     # ---- searching (worker threads) ----------------------------------------------------
     def full_text(
         self, terms: Sequence[str], filters: Filters, limit: int, match_budget: int | None
@@ -359,10 +353,3 @@ class RecallIndex:
                 "columns": self.columns.describe(),
             },
         }
-
-
-async def build_when_stale(index: RecallIndex, read: Callable[..., Awaitable[Any]]) -> None:
-    """Rebuild a stale index (the daemon runs this as a task when ``on_stale`` fires)."""
-    await asyncio.sleep(0)
-    if index.state == "stale":
-        await index.build(read)

@@ -44,7 +44,6 @@ class RecallOutcome:
     candidates: int
     evidence: float = 0.0  # the query's entry-point evidence in [0, 1]; 0 = nothing real
     stages: dict[str, float] = field(default_factory=dict)  # seconds per pipeline stage
-    path: str = "memory"  # "memory" (the in-memory index) or "sql" (while it builds)
 
 
 @dataclass(slots=True)
@@ -112,12 +111,10 @@ class Recaller:
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
-    @property
-    def query_cache(self) -> QueryVectors:
-        return self._vectors
-
-    async def _off_loop(self, fn: Callable[..., T], *args: object) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+    def _off_loop(self, fn: Callable[..., T], *args: object) -> asyncio.Future[T]:
+        """``fn(*args)`` on the recaller's threads, started now (a coroutine would only
+        start when awaited, and the full text would no longer overlap the embedding)."""
+        return asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     async def recall(
         self,
@@ -186,7 +183,6 @@ class Recaller:
             candidates=found.count,
             evidence=evidence,
             stages=stages.seconds,
-            path="memory" if in_memory else "sql",
         )
 
     # ---- the in-memory path ------------------------------------------------------------

@@ -46,15 +46,3 @@ class QueryVectors:
             while len(self._cache) > self._size:
                 self._cache.popitem(last=False)
         return vector
-
-    def clear(self) -> None:
-        """Forget every vector (the embedding model changed)."""
-        self._cache.clear()
-
-    def describe(self) -> dict[str, object]:
-        return {
-            "entries": len(self._cache),
-            "size": self._size,
-            "hits": self.hits,
-            "misses": self.misses,
-        }
