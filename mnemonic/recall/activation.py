@@ -56,7 +56,7 @@ async def spread(seeds: Mapping[int, float], fetch: Fetch, settings: SpreadSetti
         edges = await fetch(list(frontier))
         result.hops_run += 1
         result.edges_seen += len(edges)
-        arriving: dict[int, float] = {}
+        arriving: dict[int, tuple[float, int]] = {}  # target -> strongest (amount, source)
         for edge in edges:
             source_level = frontier.get(edge.source_seq)
             if source_level is None:
@@ -65,21 +65,38 @@ async def spread(seeds: Mapping[int, float], fetch: Fetch, settings: SpreadSetti
             amount = source_level * settings.decay * weight * edge.strength
             if amount < floor or amount <= 0:
                 continue
-            target = edge.target_seq
-            arriving[target] = max(arriving.get(target, 0.0), amount)
-            if amount > best_in.get(target, 0.0):
-                best_in[target] = amount
-                result.via[target] = (edge.source_seq, target)
-        reached: dict[int, float] = {}
-        for target, amount in sorted(arriving.items(), key=lambda kv: -kv[1]):
-            if target not in result.activation and len(result.activation) >= settings.max_nodes:
-                break
-            result.activation[target] = min(1.0, result.activation.get(target, 0.0) + amount)
-            reached[target] = amount
-        frontier = _strongest(reached, settings.frontier)
+            best = arriving.get(edge.target_seq)
+            if best is None or amount > best[0]:
+                arriving[edge.target_seq] = (amount, edge.source_seq)
+        ordered = sorted(arriving.items(), key=lambda kv: -kv[1][0])  # stable: row order
+        hop = [(target, amount, source) for target, (amount, source) in ordered]
+        frontier = _strongest(_admit(hop, result, best_in, settings), settings.frontier)
         if not frontier:
             break
     return result
+
+
+def _admit(
+    hop: list[tuple[int, float, int]],
+    result: Spread,
+    best_in: dict[int, float],
+    settings: SpreadSettings,
+) -> dict[int, float]:
+    """Record one hop's arrivals ((target, amount, source), strongest first, one per
+    target): ``via`` keeps the strongest arrival over all hops, activation adds up to 1
+    within the node budget. Returns what reached each node this hop (the next frontier's
+    candidates). Shared by both spreads so they cannot drift apart."""
+    for target, amount, source in hop:
+        if amount > best_in.get(target, 0.0):
+            best_in[target] = amount
+            result.via[target] = (source, target)
+    reached: dict[int, float] = {}
+    for target, amount, _ in hop:
+        if target not in result.activation and len(result.activation) >= settings.max_nodes:
+            break
+        result.activation[target] = min(1.0, result.activation.get(target, 0.0) + amount)
+        reached[target] = amount
+    return reached
 
 
 def _strongest(levels: Mapping[int, float], n: int) -> dict[int, float]:
@@ -109,20 +126,8 @@ def spread_arrays(
     frontier = _strongest(seeds, settings.frontier)
     best_in: dict[int, float] = {}
     for _ in range(settings.hops):
-        targets, amounts, sources = _arrivals(
-            frontier, graph, allowed, weights, settings.decay, floor, result
-        )
-        for target, amount, source in zip(targets, amounts, sources, strict=True):
-            if amount > best_in.get(target, 0.0):
-                best_in[target] = amount
-                result.via[target] = (source, target)
-        reached: dict[int, float] = {}
-        for target, amount in zip(targets, amounts, strict=True):  # strongest first
-            if target not in result.activation and len(result.activation) >= settings.max_nodes:
-                break
-            result.activation[target] = min(1.0, result.activation.get(target, 0.0) + amount)
-            reached[target] = amount
-        frontier = _strongest(reached, settings.frontier)
+        hop = _arrivals(frontier, graph, allowed, weights, settings.decay, floor, result)
+        frontier = _strongest(_admit(hop, result, best_in, settings), settings.frontier)
         if not frontier:
             break
     return result
@@ -136,9 +141,9 @@ def _arrivals(
     decay: float,
     floor: float,
     result: Spread,
-) -> tuple[list[int], list[float], list[int]]:
-    """One hop: each reached node's strongest arrival and the node it came from, strongest
-    first (equal amounts: lower seq first)."""
+) -> list[tuple[int, float, int]]:
+    """One hop: each reached node's strongest arrival and the node it came from, as
+    (target, amount, source), strongest first (equal amounts: lower seq first)."""
     seqs = np.fromiter(frontier.keys(), np.int64, len(frontier))
     levels = np.fromiter(frontier.values(), np.float64, len(frontier))
     source, target, relation, strength = graph.neighbours(seqs)
@@ -161,4 +166,6 @@ def _arrivals(
     order = np.lexsort((target, -amount))
     source, target, amount = source[order], target[order], amount[order]
     first = np.sort(np.unique(target, return_index=True)[1])  # each target's strongest
-    return target[first].tolist(), amount[first].tolist(), source[first].tolist()
+    return list(
+        zip(target[first].tolist(), amount[first].tolist(), source[first].tolist(), strict=True)
+    )
