@@ -1,0 +1,198 @@
+"""The cycle-agent mechanism (``runtime/agent_runs.py``) over a real SQLite run log and a
+fake clock: schedules, one cycle at a time, failures recorded, history across restarts."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mnemonic.config import StorageConfig
+from mnemonic.runtime.agent_runs import AgentRegistry, AlreadyRunning, Schedule, ScheduledAgent
+from mnemonic.runtime.clock import FakeClock
+from mnemonic.store.agent_runs import SQLiteRunLog
+from mnemonic.store.database import Database
+
+START = datetime(2026, 11, 24, 3, 0, tzinfo=UTC)
+
+
+class CountingAgent:
+    """A cycle agent written for these tests: counts cycles, may block or fail."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.cycles: list[str] = []
+        self.gate: asyncio.Event | None = None
+        self.fail_next = False
+
+    async def run_cycle(self, trigger: str) -> dict[str, Any]:
+        self.cycles.append(trigger)
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.fail_next:
+            self.fail_next = False
+            raise RuntimeError("disk on fire")
+        return {"cycle": len(self.cycles), "nested": {"kept": True}}
+
+    def health(self) -> dict[str, Any]:
+        return {"mode": "heuristic"}
+
+
+class Wall:
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+
+    def __call__(self) -> datetime:
+        return START + timedelta(seconds=self.clock.now())
+
+
+async def _db(path: Path) -> Database:
+    db = Database(path, StorageConfig())
+    await db.open()
+    return db
+
+
+def test_interval_schedule_runs_cycles_and_records_them(tmp_path: Path) -> None:
+    async def main() -> None:
+        db = await _db(tmp_path / "m.db")
+        clock = FakeClock()
+        agent = CountingAgent()
+        runs = SQLiteRunLog(db)
+        scheduled = ScheduledAgent(
+            agent, Schedule(interval_s=60, jitter=0.0), runs, clock, Wall(clock)
+        )
+        task = asyncio.create_task(scheduled.run())
+        await clock.advance(0)
+        assert scheduled.next_run_at == START + timedelta(seconds=60)
+        await clock.advance(59)
+        assert agent.cycles == []
+        await clock.advance(1)
+        await asyncio.sleep(0.05)  # the run log write goes through the writer thread
+        assert agent.cycles == ["schedule"]
+        await clock.advance(60)
+        await asyncio.sleep(0.05)
+        assert agent.cycles == ["schedule", "schedule"]
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        last = (await runs.last_runs())["counting"]
+        assert last.ok is True
+        assert last.summary == {"cycle": 2, "nested": {"kept": True}}
+        assert last.trigger == "schedule"
+        assert len(await runs.history("counting", 10)) == 2
+        await db.close()
+
+    asyncio.run(main())
+
+
+def test_cycles_never_overlap_and_failures_are_recorded(tmp_path: Path) -> None:
+    async def main() -> None:
+        db = await _db(tmp_path / "m.db")
+        clock = FakeClock()
+        agent = CountingAgent()
+        agent.gate = asyncio.Event()
+        scheduled = ScheduledAgent(agent, Schedule(), SQLiteRunLog(db), clock, Wall(clock))
+        first = asyncio.create_task(scheduled.run_now("manual"))
+        await asyncio.sleep(0.05)
+        assert scheduled.running
+        assert scheduled.describe()["current_run"]["trigger"] == "manual"
+        with pytest.raises(AlreadyRunning):
+            await scheduled.run_now("manual")
+        with pytest.raises(AlreadyRunning):
+            scheduled.start_now("manual")
+        agent.gate.set()
+        record = await first
+        assert record.ok is True
+        assert agent.cycles == ["manual"]
+
+        agent.gate = None
+        agent.fail_next = True
+        failed = await scheduled.run_now("manual")  # recorded, not raised
+        assert failed.ok is False
+        assert failed.error == "RuntimeError: disk on fire"
+        assert scheduled.failures == 1
+        again = await scheduled.run_now("manual")  # the next cycle still runs
+        assert again.ok is True
+        await db.close()
+
+    asyncio.run(main())
+
+
+def test_the_last_run_survives_a_restart(tmp_path: Path) -> None:
+    async def first_life() -> None:
+        db = await _db(tmp_path / "m.db")
+        clock = FakeClock()
+        scheduled = ScheduledAgent(
+            CountingAgent(), Schedule(), SQLiteRunLog(db), clock, Wall(clock)
+        )
+        await scheduled.run_now("manual")
+        await db.close()
+
+    async def second_life() -> dict[str, Any]:
+        db = await _db(tmp_path / "m.db")
+        clock = FakeClock()
+        registry = AgentRegistry()
+        registry.add(
+            ScheduledAgent(CountingAgent(), Schedule(), SQLiteRunLog(db), clock, Wall(clock))
+        )
+        with pytest.raises(ValueError, match="twice"):
+            registry.add(
+                ScheduledAgent(CountingAgent(), Schedule(), SQLiteRunLog(db), clock, Wall(clock))
+            )
+        await registry.restore(SQLiteRunLog(db))
+        described = registry.all()[0].describe()
+        await db.close()
+        return described
+
+    asyncio.run(first_life())
+    described = asyncio.run(second_life())
+    assert described["last_run"]["ok"] is True
+    assert described["last_run"]["summary"]["cycle"] == 1
+    assert described["runs"] == 0  # none in this process yet
+    assert described["schedule"] == {"interval_s": None, "cron": None}
+
+
+def test_a_cron_schedule_sleeps_until_its_next_fire_time(tmp_path: Path) -> None:
+    async def main() -> None:
+        db = await _db(tmp_path / "m.db")
+        clock = FakeClock()
+        agent = CountingAgent()
+
+        def nightly(now: datetime) -> datetime:  # 03:00 UTC every day
+            today = now.replace(hour=3, minute=0, second=0, microsecond=0)
+            return today if today > now else today + timedelta(days=1)
+
+        scheduled = ScheduledAgent(
+            agent,
+            Schedule(cron="0 3 * * *", next_fire=nightly),
+            SQLiteRunLog(db),
+            clock,
+            Wall(clock),
+        )
+        task = asyncio.create_task(scheduled.run())
+        await clock.advance(0)
+        assert scheduled.next_run_at == START + timedelta(days=1)  # START is 03:00 sharp
+        await clock.advance(86_399)
+        assert agent.cycles == []
+        await clock.advance(1)
+        await asyncio.sleep(0.05)
+        assert agent.cycles == ["schedule"]
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await db.close()
+
+    asyncio.run(main())
+
+
+def test_rest_lists_agents_and_refuses_unknown_names(client: Any) -> None:
+    listed = client.get("/api/v1/agents")
+    assert listed.status_code == 200
+    names = [item["name"] for item in listed.json()["items"]]
+    assert names == sorted(names)
+    assert client.post("/api/v1/agents/no-such-agent/run").status_code == 404
+    bad = client.post("/api/v1/agents/no-such-agent/run?wait=maybe")
+    assert bad.status_code == 422
+    assert bad.json()["details"][0]["field"] == "query.wait"
