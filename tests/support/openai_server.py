@@ -131,8 +131,16 @@ def wrong_dim_reply(dim: int) -> Handler:
     return lambda request: embeddings_reply([hashed_embedding(t, dim) for t in _inputs(request)])
 
 
-def chat_reply(content: str, model: str = "test-chat", finish_reason: str = "stop") -> Reply:
-    """The OpenAI ``/v1/chat/completions`` answer carrying one assistant message."""
+def chat_reply(
+    content: str,
+    model: str = "test-chat",
+    finish_reason: str = "stop",
+    *,
+    prompt_tokens: int = 0,
+    completion_tokens: int = 0,
+) -> Reply:
+    """The OpenAI ``/v1/chat/completions`` answer carrying one assistant message (with the
+    given token counts in ``usage``)."""
     return Reply.of_json(
         {
             "id": "chatcmpl-test",
@@ -146,16 +154,25 @@ def chat_reply(content: str, model: str = "test-chat", finish_reason: str = "sto
                     "finish_reason": finish_reason,
                 }
             ],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
         }
     )
 
 
-def error_reply(status: int = 500, message: str = "scripted failure") -> Reply:
-    """An OpenAI-style error body with the given HTTP status."""
-    return Reply.of_json(
+def error_reply(
+    status: int = 500, message: str = "scripted failure", *, retry_after: str | None = None
+) -> Reply:
+    """An OpenAI-style error body with the given HTTP status (and a ``Retry-After``)."""
+    reply = Reply.of_json(
         {"error": {"message": message, "type": "server_error", "code": None}}, status=status
     )
+    if retry_after is None:
+        return reply
+    return Reply(status=status, body=reply.body, headers={"Retry-After": retry_after})
 
 
 def malformed_json_reply(status: int = 200) -> Reply:
