@@ -1,0 +1,362 @@
+"""Consolidation over a real SQLite store (production migrations) with memories written
+through the real ``SQLiteStore`` and embedded by the real model; a fake clock drives the
+cycles."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from mnemonic.agents.consolidation import ConsolidationAgent
+from mnemonic.config import ConsolidationConfig, StorageConfig
+from mnemonic.encoding.heuristic import encode
+from mnemonic.encoding.text import content_hash
+from mnemonic.events.types import ConsolidationCompleted, Event, MemoryStateChanged
+from mnemonic.llm.embedding.onnx import OnnxEmbedder
+from mnemonic.store.base import EmbeddedOutcome
+from mnemonic.store.consolidation import NotAGist, SQLiteConsolidation
+from mnemonic.store.database import Database
+from mnemonic.store.models import NewRaw, Source
+from mnemonic.store.purge import SQLitePurger
+from mnemonic.store.sqlite import SQLiteStore
+from mnemonic.timeutil import utcnow
+
+T = TypeVar("T")
+
+TWINS = [
+    ("alpha", "Run make test before pushing to main."),
+    ("alpha", "Always run make test before pushing to main."),
+    ("alpha", "The API server listens on port 8080."),
+    ("alpha", "The API server listens on port 8080 in production."),
+]
+LOOKALIKES = [
+    ("alpha", "Deploy the web app to staging every Friday."),
+    ("alpha", "Deploy the web app to production every Friday."),
+]
+OTHER = [
+    ("beta", "Run make test before pushing to main."),  # same text, other project
+    ("alpha", "The nightly backup job copies the database to the S3 bucket."),
+    ("alpha", "Decided to keep sessions in Redis because MySQL was too slow."),
+]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = utcnow()
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def _run(db_path: Path, fn: Callable[[Database], Awaitable[T]]) -> T:
+    async def main() -> T:
+        db = Database(db_path, StorageConfig())
+        await db.open()
+        try:
+            return await fn(db)
+        finally:
+            await db.close()
+
+    return asyncio.run(main())
+
+
+async def _write(
+    db: Database, embedder: OnnxEmbedder, items: list[tuple[str, str]], when: datetime
+) -> list[str]:
+    store = SQLiteStore(db)
+    batch = [
+        (NewRaw(text, Source.API, project, when), encode(text), content_hash(text))
+        for project, text in items
+    ]
+    accepted = await store.accept(batch, 0.05)
+    pending = await store.pending_for([a.memory_id for a in accepted])
+    vectors = embedder.embed([p.content for p in pending])
+    outcomes = [EmbeddedOutcome(p, v) for p, v in zip(pending, vectors, strict=True)]
+    await store.complete(outcomes, embedder.name, 0.05)
+    return [a.memory_id for a in accepted]
+
+
+def _snapshot(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    conn = sqlite3.connect(path)
+    try:
+        return {
+            "memories": conn.execute("SELECT * FROM memories ORDER BY seq").fetchall(),
+            "associations": conn.execute("SELECT * FROM associations ORDER BY 1, 2, 3").fetchall(),
+            "merges": conn.execute("SELECT * FROM memory_merges ORDER BY 1, 2").fetchall(),
+        }
+    finally:
+        conn.close()
+
+
+def _agent(db: Database, clock: Clock, events: list[Event], **cfg: Any) -> ConsolidationAgent:
+    return ConsolidationAgent(
+        SQLiteConsolidation(db), events.append, clock, ConsolidationConfig(**cfg)
+    )
+
+
+def test_a_cycle_decays_merges_and_is_idempotent(tmp_path: Path, embedder: OnnxEmbedder) -> None:
+    path = tmp_path / "m.db"
+    clock = Clock()
+    events: list[Event] = []
+
+    async def scenario(db: Database) -> dict[str, Any]:
+        ids = await _write(db, embedder, TWINS + LOOKALIKES + OTHER, clock.now)
+        agent = _agent(db, clock, events)
+        clock.now += timedelta(days=40)
+        first = await agent.run_cycle("manual")
+        before = _snapshot(path)
+        second = await agent.run_cycle("manual")  # same time: nothing to do
+        after = _snapshot(path)
+        history = await SQLiteConsolidation(db).history(10)
+        return {"ids": ids, "first": first, "second": second, "before": before,
+                "after": after, "history": history}  # fmt: skip
+
+    out = _run(path, scenario)
+    first, second = out["first"], out["second"]
+    assert first["merged"] == 2 and first["merged_sources"] == 4
+    assert first["decayed"] >= len(TWINS + LOOKALIKES + OTHER) - 4
+    assert out["before"] == out["after"]  # the second cycle changed nothing
+    assert second["decayed"] == second["merged"] == second["pruned"] == 0
+    assert [h["trigger"] for h in out["history"]] == ["manual", "manual"]
+    assert out["history"][1]["counts"]["merged"] == 2
+
+    conn = sqlite3.connect(path)
+    rows = {
+        r[0]: r[1:]
+        for r in conn.execute("SELECT id, state, merged_into, project, content FROM memories")
+    }
+    ids = out["ids"]
+    twins, look, other = ids[:4], ids[4:6], ids[6:]
+    gists = {rows[i][1] for i in twins}
+    assert len(gists) == 2 and all(rows[i][0] == "merged" for i in twins)
+    for gist in gists:
+        assert rows[gist][0] in ("active", "fading") and rows[gist][2] == "alpha"
+    # every distinct statement is still findable by its own words in the gists
+    fts = conn.execute(
+        "SELECT m.id FROM memories_fts f JOIN memories m ON m.seq = f.rowid"
+        " WHERE memories_fts MATCH 'production AND 8080' AND m.state <> 'merged'"
+    ).fetchall()
+    assert [r[0] for r in fts] and fts[0][0] in gists
+    assert all(rows[i][0] != "merged" for i in look + other)  # look-alikes never merge
+    assert conn.execute("SELECT count(*) FROM memory_merges").fetchone()[0] == 4
+    pending = conn.execute("SELECT count(*) FROM memories WHERE embedded = 0").fetchone()[0]
+    assert pending == 2  # the gists wait for the encoder's vector like any new memory
+    conn.close()
+
+    done = [e for e in events if isinstance(e, ConsolidationCompleted)]
+    assert len(done) == 2 and done[0].merged == 2 and done[0].trigger == "manual"
+    merged_events = [e for e in events if isinstance(e, MemoryStateChanged)]
+    assert sum(e.new_state == "merged" for e in merged_events) == 4
+
+
+def test_merge_then_unmerge_restores_states_and_pointers(
+    tmp_path: Path, embedder: OnnxEmbedder
+) -> None:
+    path = tmp_path / "m.db"
+    clock = Clock()
+
+    async def scenario(db: Database) -> None:
+        await _write(db, embedder, TWINS[:2], clock.now)
+        conn = sqlite3.connect(path)
+        conn.execute("UPDATE memories SET state = 'fading', salience = 0.25 WHERE seq = 1")
+        conn.commit()
+        before = conn.execute("SELECT seq, state, merged_into FROM memories").fetchall()
+        agent = _agent(db, clock, [], grace_days=1000)  # no decay: states as set
+        summary = await agent.run_cycle("manual")
+        assert summary["merged"] == 1
+        store = SQLiteConsolidation(db)
+        gist_id = conn.execute("SELECT merged_into FROM memories WHERE seq = 1").fetchone()[0]
+        restored = await store.unmerge(gist_id, clock.now)
+        assert len(restored) == 2
+        after = conn.execute("SELECT seq, state, merged_into FROM memories WHERE seq <= 2")
+        assert after.fetchall() == before
+        gist = conn.execute("SELECT state FROM memories WHERE id = ?", (gist_id,)).fetchone()
+        assert gist[0] == "archived"  # kept, not deleted
+        assert (
+            conn.execute(
+                "SELECT count(*) FROM memory_merges WHERE unmerged_at IS NOT NULL"
+            ).fetchone()[0]
+            == 2
+        )
+        with pytest.raises(NotAGist):
+            await store.unmerge(gist_id, clock.now)  # already undone
+        with pytest.raises(NotAGist):
+            await store.unmerge(restored[0], clock.now)  # not a gist
+        conn.close()
+
+    _run(path, scenario)
+
+
+def test_no_memory_is_ever_deleted_over_many_cycles(tmp_path: Path, embedder: OnnxEmbedder) -> None:
+    """Sixty cycles, 3 days apart, with accesses on the way: rows only gain (gists), only
+    state, salience and merge pointers move, and every value stays in range."""
+    path = tmp_path / "m.db"
+    clock = Clock()
+
+    async def scenario(db: Database) -> None:
+        await _write(db, embedder, TWINS + LOOKALIKES + OTHER, clock.now)
+        conn = sqlite3.connect(path)
+        cols = "id, content, summary, type, project, raw_id, significance, utility, created_at"
+        original = {r[0]: r for r in conn.execute(f"SELECT {cols} FROM memories")}
+        agent = _agent(db, clock, [], merge_scan_per_cycle=0)
+        for cycle in range(60):
+            clock.now += timedelta(days=3)
+            if cycle % 7 == 0:
+                conn.execute(
+                    "UPDATE memories SET last_accessed_at = ?, access_count = access_count + 1"
+                    " WHERE seq = 1",
+                    (clock.now.isoformat(timespec="microseconds"),),
+                )
+                conn.commit()
+            await agent.run_cycle("schedule")
+            now = {r[0]: r for r in conn.execute(f"SELECT {cols} FROM memories")}
+            assert set(original) <= set(now)
+            assert all(now[k] == v for k, v in original.items())
+            bad = conn.execute(
+                "SELECT count(*) FROM memories WHERE salience < 0 OR salience > 1 OR utility <= 0"
+            ).fetchone()[0]
+            assert bad == 0
+        states = dict(conn.execute("SELECT state, count(*) FROM memories GROUP BY state"))
+        assert states.get("archived", 0) > 0  # 180 idle days archive the unused ones
+        assert conn.execute("SELECT state FROM memories WHERE seq = 1").fetchone()[0] != (
+            "archived"
+        )  # recalled every 3 weeks: never idle long enough
+        conn.close()
+
+    _run(path, scenario)
+
+
+def test_weak_unused_old_links_are_pruned_structural_ones_kept(
+    tmp_path: Path, embedder: OnnxEmbedder
+) -> None:
+    path = tmp_path / "m.db"
+    clock = Clock()
+
+    async def scenario(db: Database) -> None:
+        await _write(db, embedder, OTHER, clock.now)
+        conn = sqlite3.connect(path)
+        conn.execute("DELETE FROM associations")
+        old = (clock.now - timedelta(days=90)).isoformat(timespec="microseconds")
+        links = [
+            (1, 2, "similar", 0.05, 0),  # weak, unused, old: pruned
+            (1, 3, "similar", 0.05, 3),  # used by recalls: kept
+            (2, 3, "similar", 0.5, 0),  # strong: kept
+            (2, 3, "part_of", 0.05, 0),  # structural: kept
+            (3, 1, "supersedes", 0.05, 0),  # structural: kept
+        ]
+        conn.executemany(
+            "INSERT INTO associations (source_seq, target_seq, relation, strength,"
+            " activation_count, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(*link, old, old) for link in links],
+        )
+        conn.commit()
+        summary = await _agent(db, clock, [], merge_scan_per_cycle=0).run_cycle("manual")
+        assert summary["pruned"] == 1
+        left = conn.execute("SELECT source_seq, target_seq, relation FROM associations")
+        assert sorted(left.fetchall()) == [
+            (1, 3, "similar"), (2, 3, "part_of"), (2, 3, "similar"), (3, 1, "supersedes"),
+        ]  # fmt: skip
+        conn.close()
+
+    _run(path, scenario)
+
+
+def test_a_purge_removes_the_merge_records(tmp_path: Path, embedder: OnnxEmbedder) -> None:
+    path = tmp_path / "m.db"
+    clock = Clock()
+
+    async def scenario(db: Database) -> None:
+        ids = await _write(db, embedder, TWINS[:2], clock.now)
+        await _agent(db, clock, []).run_cycle("manual")
+        conn = sqlite3.connect(path)
+        gist = conn.execute("SELECT merged_into FROM memories WHERE id = ?", (ids[0],))
+        gist_id = gist.fetchone()[0]
+        assert conn.execute("SELECT count(*) FROM memory_merges").fetchone()[0] == 2
+        purged = await SQLitePurger(db).purge("id", [gist_id])
+        assert purged.counts.memories == 3  # the gist and the two sources merged into it
+        assert conn.execute("SELECT count(*) FROM memory_merges").fetchone()[0] == 0
+        conn.close()
+
+    _run(path, scenario)
+
+
+def test_a_cycle_stops_at_its_budget_and_resumes(tmp_path: Path, embedder: OnnxEmbedder) -> None:
+    path = tmp_path / "m.db"
+    clock = Clock()
+
+    async def scenario(db: Database) -> None:
+        await _write(db, embedder, LOOKALIKES + OTHER, clock.now)
+        agent = _agent(db, clock, [], max_changes=2, write_batch=1, merge_scan_per_cycle=0)
+        clock.now += timedelta(days=40)
+        first = await agent.run_cycle("manual")
+        assert first["budget_exhausted"] and first["decayed"] == 2
+        second = await agent.run_cycle("manual")
+        third = await agent.run_cycle("manual")
+        assert second["decayed"] == 2 and third["decayed"] == 1
+        assert (await agent.run_cycle("manual"))["decayed"] == 0  # each decayed once
+        conn = sqlite3.connect(path)
+        sal = [r[0] for r in conn.execute("SELECT salience FROM memories ORDER BY seq")]
+        conn.close()
+        fresh = _agent(db, clock, [], merge_scan_per_cycle=0)
+        assert (await fresh.run_cycle("manual"))["decayed"] == 0
+        assert len(set(round(s, 9) for s in sal[:2])) == 1  # same type, same decay
+
+    _run(path, scenario)
+
+
+def test_unmerge_and_history_routes(tmp_path: Path, embedder: OnnxEmbedder) -> None:
+    """The REST face over the real store: 200 with the restored ids, 409 twice or for a
+    non-gist, 404 for an unknown id, 422 for a bad limit; history newest first."""
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from mnemonic.api.app import _bad_request, _not_found
+    from mnemonic.api.consolidation_routes import build_consolidation_routes
+    from mnemonic.api.routes import BadRequest
+    from mnemonic.errors import NotFoundError
+
+    path = tmp_path / "m.db"
+    clock = Clock()
+
+    async def scenario(db: Database) -> tuple[list[str], str]:
+        ids = await _write(db, embedder, TWINS[:2], clock.now)
+        await _agent(db, clock, []).run_cycle("startup")
+        conn = sqlite3.connect(path)
+        gist = conn.execute("SELECT merged_into FROM memories WHERE id = ?", (ids[0],))
+        gist_id = str(gist.fetchone()[0])
+        conn.close()
+        return ids, gist_id
+
+    ids, gist_id = _run(path, scenario)
+
+    async def serve(db: Database) -> None:
+        app = Starlette(
+            routes=build_consolidation_routes(SQLiteConsolidation(db), clock),
+            exception_handlers={NotFoundError: _not_found, BadRequest: _bad_request},
+        )
+        # TestClient runs the app in its own loop thread; the Database is bound to this
+        # one, so the calls go through asyncio.to_thread
+        with TestClient(app) as client:
+            ok = await asyncio.to_thread(client.post, f"/api/v1/memories/{gist_id}/unmerge")
+            again = await asyncio.to_thread(client.post, f"/api/v1/memories/{gist_id}/unmerge")
+            source = await asyncio.to_thread(client.post, f"/api/v1/memories/{ids[0]}/unmerge")
+            missing = await asyncio.to_thread(client.post, "/api/v1/memories/nope/unmerge")
+            hist = await asyncio.to_thread(client.get, "/api/v1/consolidation/history?limit=5")
+            bad = await asyncio.to_thread(client.get, "/api/v1/consolidation/history?limit=0")
+        assert ok.status_code == 200, ok.text
+        assert sorted(ok.json()["restored"]) == sorted(ids)
+        assert ok.json()["gist_state"] == "archived"
+        assert again.status_code == 409 and source.status_code == 409
+        assert missing.status_code == 404
+        assert hist.status_code == 200
+        assert [c["trigger"] for c in hist.json()["items"]] == ["startup"]
+        assert hist.json()["items"][0]["counts"]["merged"] == 1
+        assert bad.status_code == 422
+
+    _run(path, serve)
