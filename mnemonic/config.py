@@ -76,6 +76,68 @@ class EmbeddingConfig(_Section):
     timeout_s: float = Field(30.0, gt=0, description="Timeout of one endpoint request.")
 
 
+class LlmPrice(_Section):
+    input: float = Field(..., ge=0, description="USD per million prompt tokens.")
+    output: float = Field(..., ge=0, description="USD per million completion tokens.")
+
+
+class LlmConfig(_Section):
+    provider: Literal["none", "openai", "litellm"] = Field(
+        "none",
+        description="none = heuristics only; openai = any OpenAI-compatible endpoint "
+        "(Ollama, LM Studio, llama.cpp, vLLM, OpenAI); litellm = other providers "
+        "(pip install 'mnemonic[litellm]').",
+    )
+    base_url: str = Field(
+        "http://127.0.0.1:11434/v1",
+        description="Base URL of the endpoint (Ollama's by default); litellm uses it as "
+        "api_base only when it is set explicitly.",
+    )
+    model: str = Field(
+        "llama3.2:3b", min_length=1, description="Model name (litellm: provider/model)."
+    )
+    api_key_env: str = Field(
+        "MNEMONIC_LLM_API_KEY", description="Environment variable holding its API key."
+    )
+    timeout_s: float = Field(60.0, gt=0, le=3600, description="Timeout of one request.")
+    deadline_s: float = Field(
+        120.0,
+        gt=0,
+        le=3600,
+        description="Deadline of one judgment: every request, retry and repair of it.",
+    )
+    max_retries: int = Field(
+        2, ge=0, le=10, description="Retries of a failed request (connection, 429, 5xx)."
+    )
+    repair_attempts: int = Field(
+        2, ge=0, le=5, description="Re-asks when an answer is not valid JSON for the schema."
+    )
+    breaker_failures: int = Field(
+        5, ge=1, le=1000, description="Consecutive failures that open the circuit breaker."
+    )
+    breaker_cooldown_s: float = Field(
+        60.0, gt=0, le=86400, description="How long the breaker stays open before a probe."
+    )
+    max_concurrency: int = Field(2, ge=1, le=64, description="Requests in flight at most.")
+    max_wait_s: float = Field(
+        5.0,
+        ge=0,
+        le=600,
+        description="How long a call waits for a free slot before its task uses the "
+        "heuristic instead (nothing queues without bound).",
+    )
+    json_mode: Literal["auto", "schema", "prompt"] = Field(
+        "auto",
+        description="schema = response_format json_schema; prompt = schema in the prompt, "
+        "parse and repair; auto = schema, falling back to prompt if the server refuses it.",
+    )
+    prices: dict[str, LlmPrice] = Field(
+        default_factory=dict,
+        description="Price overrides by model-name prefix, e.g. {gpt-4o-mini: {input: 0.15, "
+        "output: 0.6}} (USD per million tokens; unknown and local models cost 0).",
+    )
+
+
 class EncodingConfig(_Section):
     summary_max_chars: int = Field(200, ge=20, le=1000, description="Summary length cap.")
     max_concepts: int = Field(8, ge=0, le=32, description="Keyphrases kept per memory.")
@@ -252,6 +314,28 @@ class RecallConfig(_Section):
         description="Save the recall index at shutdown; the next start loads it if no write"
         " came between (seconds instead of minutes at scale).",
     )
+    superseded_factor: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Strength kept by a memory a newer one supersedes (its successor ranks"
+        " at least where it would have stood).",
+    )
+    archived_fallback: bool = Field(
+        True,
+        description="When active and fading memories answer a query weakly, also search"
+        " archived ones (ranked below, marked in explain).",
+    )
+    archived_fallback_below: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Top score under which a query counts as weakly answered (or fewer"
+        " results than asked).",
+    )
+    archived_factor: float = Field(
+        0.8, ge=0, le=1, description="Score kept by an archived memory found by the fallback."
+    )
 
 
 class FeedbackConfig(_Section):
@@ -278,6 +362,194 @@ class WebSocketConfig(_Section):
     ping_interval_s: float = Field(30.0, gt=0, description="Keep-alive ping interval.")
     content_max_chars: int = Field(
         500, ge=0, description="Longer content in streamed events is truncated to this."
+    )
+
+
+DEFAULT_HALF_LIVES: dict[str, float] = {
+    "general": 30.0,
+    "learning": 45.0,
+    "insight": 60.0,
+    "error": 90.0,
+    "decision": 120.0,
+    "handoff": 0.0,
+}
+
+
+class ConsolidationConfig(_Section):
+    interval_s: float = Field(
+        6 * 3600.0, ge=0, description="Seconds between scheduled cycles (0: none by interval)."
+    )
+    cron: str | None = Field(
+        None,
+        description="Optional crontab schedule of cycles, e.g. '0 3 * * *' (03:00 UTC daily).",
+    )
+    half_life_days: dict[str, float] = Field(
+        default_factory=lambda: dict(DEFAULT_HALF_LIVES),
+        description="Days for salience (above the floor) to halve, per memory type; "
+        "0: that type never decays.",
+    )
+    salience_floor: float = Field(
+        0.05, ge=0, le=0.5, description="Decay never takes salience below this."
+    )
+    grace_days: float = Field(
+        3.0, ge=0, description="No decay for this many days after creation or the last access."
+    )
+    utility_exponent: float = Field(
+        2.0,
+        ge=0,
+        le=8,
+        description="Half-life is multiplied by utility**this: helpful memories decay slower, "
+        "unhelpful ones faster.",
+    )
+    fading_below: float = Field(0.3, gt=0, le=1, description="Active becomes fading below this.")
+    revive_above: float = Field(
+        0.4, gt=0, le=1, description="Fading becomes active again at or above this salience."
+    )
+    archive_below: float = Field(
+        0.12, ge=0, le=1, description="Salience below which an idle memory is archived."
+    )
+    archive_idle_days: float = Field(
+        30.0, ge=0, description="Archiving also needs no access (or creation) for this long."
+    )
+    merge_similarity: float = Field(
+        0.93, ge=0.5, le=1.0, description="Cosine at or above which memories may merge."
+    )
+    merge_min_word_overlap: float = Field(
+        0.6,
+        ge=0,
+        le=1,
+        description="Least share of content words two memories must have in common to merge.",
+    )
+    merge_max_cluster: int = Field(5, ge=2, le=50, description="Most memories in one merge.")
+    gist_max_chars: int = Field(
+        4000, ge=100, le=100_000, description="A merge whose gist would be longer is skipped."
+    )
+    merge_scan_per_cycle: int = Field(
+        2000,
+        ge=0,
+        le=100_000,
+        description="New memories compared for near-duplicates per cycle (0: no merging).",
+    )
+    llm_gist: bool = Field(True, description="Ask the LLM (when available) for the gist's summary.")
+    link_prune_below: float = Field(
+        0.1, ge=0, le=1, description="Links never used by a recall and weaker than this are pruned."
+    )
+    link_prune_age_days: float = Field(
+        30.0, ge=0, description="Pruning spares links younger than this many days."
+    )
+    max_changes: int = Field(
+        250_000, ge=1, description="Most rows (memories and links) one cycle writes."
+    )
+    max_seconds: float = Field(120.0, gt=0, description="Longest a cycle may run.")
+    write_batch: int = Field(
+        2000, ge=1, le=100_000, description="Rows per write transaction (short locks)."
+    )
+    max_state_events: int = Field(
+        100,
+        ge=0,
+        le=10_000,
+        description="Individual MemoryStateChanged events per cycle; the rest are counted.",
+    )
+
+    @field_validator("cron")
+    @classmethod
+    def _valid_cron(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        from mnemonic.cron import parse_cron
+
+        parse_cron(value)  # ValueError names what is wrong; pydantic names the key
+        return value.strip()
+
+    @field_validator("half_life_days")
+    @classmethod
+    def _known_types(cls, value: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(value) - set(DEFAULT_HALF_LIVES))
+        if unknown:
+            raise ValueError(f"unknown memory types {unknown}; known: {sorted(DEFAULT_HALF_LIVES)}")
+        if any(v < 0 for v in value.values()):
+            raise ValueError("half-lives must be >= 0")
+        return {**DEFAULT_HALF_LIVES, **value}
+
+
+class EpisodesConfig(_Section):
+    gap_s: float = Field(
+        600.0, gt=0, le=86400, description="Inactivity (seconds) that closes an episode."
+    )
+    max_span_s: float = Field(
+        4 * 3600.0, gt=0, le=7 * 86400, description="Longest span of one episode (seconds)."
+    )
+    batch_size: int = Field(
+        500, ge=1, le=100_000, description="Memories grouped per batch of an episoding cycle."
+    )
+    batches_per_cycle: int = Field(
+        10, ge=1, le=1000, description="Batches one cycle takes at most (the rest waits)."
+    )
+    close_per_cycle: int = Field(
+        50, ge=1, le=10_000, description="Episodes closed and described per cycle at most."
+    )
+    interval_s: float = Field(60.0, gt=0, description="How often the episoding agent runs.")
+    summary_max_chars: int = Field(
+        600, ge=50, le=10_000, description="Longest episode summary (characters)."
+    )
+    title_max_chars: int = Field(80, ge=20, le=500, description="Longest episode title.")
+    max_concepts: int = Field(8, ge=1, le=50, description="Concepts kept per episode.")
+    max_files: int = Field(30, ge=0, le=1000, description="Files listed per episode.")
+    max_commands: int = Field(30, ge=0, le=1000, description="Commands listed per episode.")
+    describe_max_members: int = Field(
+        1000,
+        ge=10,
+        le=100_000,
+        description="Most salient members read to describe one episode.",
+    )
+    llm_max_members: int = Field(
+        40, ge=1, le=500, description="Members (most salient first) shown to the LLM."
+    )
+
+
+class EnrichmentConfig(_Section):
+    enabled: bool = Field(
+        True,
+        description="Re-encode new memories with the LLM in the background (only acts when "
+        "an LLM is configured; the acknowledgement path never waits for it).",
+    )
+    interval_s: float = Field(60.0, gt=0, description="How often the enrichment agent runs.")
+    batch_size: int = Field(
+        20, ge=1, le=1000, description="Memories sent to the LLM per cycle at most."
+    )
+    max_per_hour: int = Field(
+        600, ge=0, le=1_000_000, description="LLM calls per rolling hour at most (0: none)."
+    )
+    max_content_chars: int = Field(
+        6000,
+        ge=200,
+        le=200_000,
+        description="Characters of a memory shown to the LLM (longer ones are cut).",
+    )
+    catch_up_s: float = Field(
+        3600.0,
+        ge=0,
+        le=30 * 86400,
+        description="New memories older than this (seconds since they arrived) are not "
+        "enriched automatically after an outage; 'mnemonic reencode --since' does that.",
+    )
+
+
+class SupersessionConfig(_Section):
+    enabled: bool = Field(
+        True,
+        description="Link a new memory 'supersedes' an older one of its project when it"
+        " updates it (heuristics tuned to miss; an LLM settles borderline pairs).",
+    )
+    review_per_memory: int = Field(
+        2, ge=0, le=10, description="Borderline neighbours per new memory sent to the LLM."
+    )
+    review_interval_s: float = Field(
+        60.0, gt=0, description="How often the LLM review of borderline pairs runs."
+    )
+    review_batch: int = Field(20, ge=1, le=1000, description="Pairs the LLM judges per cycle.")
+    review_max_pending: int = Field(
+        1000, ge=1, description="Pairs waiting for the LLM (oldest dropped beyond)."
     )
 
 
@@ -678,6 +950,9 @@ class Config(BaseSettings):
     embedding: EmbeddingConfig = Field(
         default_factory=EmbeddingConfig, description="How text becomes vectors."
     )
+    llm: LlmConfig = Field(
+        default_factory=LlmConfig, description="The LLM used for judgments (optional)."
+    )
     encoding: EncodingConfig = Field(
         default_factory=EncodingConfig, description="Raw observation -> memory, dedup and linking."
     )
@@ -696,6 +971,21 @@ class Config(BaseSettings):
     )
     agents: AgentsConfig = Field(
         default_factory=AgentsConfig, description="Supervision of background agents."
+    )
+    consolidation: ConsolidationConfig = Field(
+        default_factory=ConsolidationConfig,
+        description="Decay, link pruning and merging of near-duplicates (background).",
+    )
+    episodes: EpisodesConfig = Field(
+        default_factory=EpisodesConfig,
+        description="Episodes: memories grouped into stretches of work per project.",
+    )
+    supersession: SupersessionConfig = Field(
+        default_factory=SupersessionConfig, description="Which memories replace which."
+    )
+    enrichment: EnrichmentConfig = Field(
+        default_factory=EnrichmentConfig,
+        description="LLM-aware encoding of memories after they were stored (background).",
     )
     perception: PerceptionConfig = Field(
         default_factory=PerceptionConfig, description="Watcher events -> filter -> memories."

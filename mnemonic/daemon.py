@@ -18,13 +18,23 @@ from starlette.applications import Starlette
 from starlette.routing import WebSocketRoute
 
 from mnemonic import __version__
+from mnemonic.agents.consolidation import ConsolidationAgent
 from mnemonic.agents.encoding import EncodingAgent
+from mnemonic.agents.enrichment import EnrichmentAgent
+from mnemonic.agents.episoding import EpisodingAgent
 from mnemonic.agents.perception import Perceived, PerceptionAgent, WatcherAgent, redacting
+from mnemonic.agents.supersession_review import SupersessionReview, candidates
+from mnemonic.api.agent_routes import build_agent_routes
 from mnemonic.api.app import build_app
 from mnemonic.api.browse_routes import build_browse_routes
+from mnemonic.api.consolidation_routes import build_consolidation_routes
+from mnemonic.api.enrichment_routes import build_enrichment_routes
+from mnemonic.api.episode_routes import build_episode_routes
 from mnemonic.api.exclusion_routes import build_exclusion_routes
+from mnemonic.api.llm_routes import build_llm_routes
 from mnemonic.api.metrics import Metrics, MetricsSnapshot, fold_serials
 from mnemonic.api.purge_routes import build_purge_routes
+from mnemonic.api.supersession_routes import build_supersession_routes
 from mnemonic.api.ws import EventStream
 from mnemonic.api_token import TOKEN_ENV, load_or_create_token
 from mnemonic.app.activity import ActivityLog
@@ -34,29 +44,39 @@ from mnemonic.app.files import FileMemories, FileVersion
 from mnemonic.app.purge import PurgeService, recall_seqs
 from mnemonic.app.reembed import ReembedProgress, reembed
 from mnemonic.app.service import MemoryService, RememberInput
+from mnemonic.app.supersession import SupersessionService
 from mnemonic.config import Config, EmbeddingConfig, render_template_yaml
+from mnemonic.cron import next_fire
 from mnemonic.errors import StorageUnavailable
 from mnemonic.events.bus import EventBus
 from mnemonic.index.recall_index import RecallIndex
 from mnemonic.index.snapshot import NotSaved, discard_snapshot, save_current
+from mnemonic.llm.completion.build import build_completer
 from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.paths import Paths
 from mnemonic.perception import HeuristicFilter, ProjectResolver, RuntimeExclusions
 from mnemonic.private_files import restrict, write_private_text
 from mnemonic.recall.pipeline import Recaller
 from mnemonic.redact import redact
+from mnemonic.runtime.agent_runs import AgentRegistry, CycleAgent, Schedule, ScheduledAgent
 from mnemonic.runtime.clock import SystemClock
 from mnemonic.runtime.heap import trim_heap
 from mnemonic.runtime.loop_watchdog import LoopWatchdog
 from mnemonic.runtime.schedule import PeriodicJob
 from mnemonic.runtime.supervisor import Agent, Supervisor
+from mnemonic.store.agent_runs import SQLiteRunLog
 from mnemonic.store.browse import SQLiteBrowser
+from mnemonic.store.consolidation import SQLiteConsolidation
 from mnemonic.store.database import Database
+from mnemonic.store.enrichment import SQLiteEnrichment
+from mnemonic.store.episodes import SQLiteEpisodes
 from mnemonic.store.exclusions import SQLiteExclusions
 from mnemonic.store.files import SQLiteFiles
+from mnemonic.store.llm_usage import SQLiteLlmUsage
 from mnemonic.store.purge import SQLitePurger
 from mnemonic.store.repair import repair_non_finite_metadata
 from mnemonic.store.sqlite import SQLiteStore
+from mnemonic.store.supersessions import SQLiteSupersessions
 from mnemonic.timeutil import utcnow
 from mnemonic.watchers.base import Watcher
 
@@ -242,6 +262,9 @@ class Daemon:
             canonical_project=self.projects.canonical,
         )
         self.browse = BrowseService(self.browser, self.store)
+        self.supersessions = SupersessionService(SQLiteSupersessions(self.db), self.bus.publish)
+        self.agent_runs = SQLiteRunLog(self.db)
+        self.agents = AgentRegistry()  # the thinking half's cycle agents, by name
         self.purges = PurgeService(
             SQLitePurger(self.db),
             self.store,
@@ -257,6 +280,36 @@ class Daemon:
             self.bus.publish,
             lambda text: redact(text).text,
             utcnow,
+        )
+        self.llm_usage = SQLiteLlmUsage(self.db)
+        self.completer = build_completer(cfg.llm, self.llm_usage)  # NoCompleter: no LLM
+        self.supersession_review = SupersessionReview(
+            SQLiteSupersessions(self.db), self.completer, cfg.supersession
+        )
+        self.encoder.supersession = cfg.supersession.enabled
+        self.encoder.on_review = lambda item, found: self.supersession_review.offer(
+            candidates(item, found)
+        )
+        self.episodes = SQLiteEpisodes(self.db)
+        self.episoding = EpisodingAgent(
+            store=self.episodes,
+            publish=self.bus.publish,
+            clock=utcnow,
+            config=cfg.episodes,
+            completer=self.completer,
+        )
+        self.consolidations = SQLiteConsolidation(self.db)
+        self.consolidation = ConsolidationAgent(
+            self.consolidations,
+            self.bus.publish,
+            utcnow,
+            cfg.consolidation,
+            self.completer,
+            summary_max_chars=cfg.encoding.summary_max_chars,
+            max_concepts=cfg.encoding.max_concepts,
+        )
+        self.enrichment = EnrichmentAgent(
+            SQLiteEnrichment(self.db), self.completer, cfg.enrichment, cfg.encoding, utcnow
         )
         self.exclusions = ExclusionService(
             SQLiteExclusions(self.db), RuntimeExclusions(), lambda text: redact(text).text
@@ -340,6 +393,7 @@ class Daemon:
                     },
                 )
             )
+        agents.extend(await self._cycle_agents())
         self.supervisor.start(agents)
         self.ready = True
         log.info(
@@ -349,6 +403,44 @@ class Daemon:
             len(self.index.vectors),
             self.index.vectors.kind,
         )
+
+    async def _cycle_agents(self) -> list[ScheduledAgent]:
+        """The thinking half's agents, each a bounded cycle on a schedule and on demand
+        (``runtime/agent_runs.py``), with the last run of each restored from the log."""
+        scheduled: list[ScheduledAgent] = []
+
+        def every(agent: CycleAgent, seconds: float, *, first_s: float | None = None) -> None:
+            schedule = Schedule(interval_s=seconds, first_delay_s=first_s)
+            scheduled.append(ScheduledAgent(agent, schedule, self.agent_runs, self.clock, utcnow))
+
+        every(self.episoding, self.cfg.episodes.interval_s)
+        consolidation = self.cfg.consolidation
+        scheduled.append(
+            ScheduledAgent(
+                self.consolidation,
+                Schedule(  # a cron expression, when set, decides alone
+                    interval_s=consolidation.interval_s or None,
+                    cron=consolidation.cron,
+                    next_fire=partial(next_fire, consolidation.cron)
+                    if consolidation.cron
+                    else None,
+                ),
+                self.agent_runs,
+                self.clock,
+                utcnow,
+            )
+        )
+        if self.cfg.enrichment.enabled:
+            every(self.enrichment, self.cfg.enrichment.interval_s)
+        if self.cfg.supersession.enabled:
+            every(self.supersession_review, self.cfg.supersession.review_interval_s)
+        for agent in scheduled:
+            self.agents.add(agent)
+        try:
+            await self.agents.restore(self.agent_runs)
+        except StorageUnavailable:
+            log.warning("agent run history unavailable; starting without it")
+        return scheduled
 
     async def _build_index(self) -> None:
         """Build the recall index from SQLite. Start-up waits for it on a store of fewer
@@ -428,6 +520,7 @@ class Daemon:
             await asyncio.gather(self._index_task, return_exceptions=True)
         await self._save_index()
         self.recaller.close()
+        await self.completer.aclose()
         await self.db.close()
 
     def degraded_reasons(self, counts: dict[str, int]) -> list[str]:
@@ -448,6 +541,15 @@ class Daemon:
             if status.state == "restarting":
                 reasons.append(f"agent {status.name} crashed: {status.last_error}")
         return reasons
+
+    def llm_tasks(self) -> dict[str, str]:
+        """Which mode each task that can use an LLM runs in now: ``llm`` when one is
+        configured and its breaker lets calls through, else ``heuristic``."""
+        mode = "llm" if self.completer.available else "heuristic"
+        tasks = {"supersession review": mode, "consolidation gist summaries": mode}
+        tasks["enrichment"] = mode if self.cfg.enrichment.enabled else "off"
+        tasks["episode descriptions"] = mode
+        return tasks
 
     async def health(self) -> dict[str, Any]:
         counts = await self.store.counts()
@@ -478,6 +580,7 @@ class Daemon:
             },
             "recall_index": self.index.describe(),
             "agents": self.supervisor.health(),
+            "llm": {**self.completer.status(), "tasks": self.llm_tasks()},
             "schema_version": self.db.schema_version,
         }
 
@@ -561,6 +664,12 @@ class Daemon:
                 *build_browse_routes(self.service, self.browse, self.activity, self.stats),
                 *build_exclusion_routes(self.exclusions),
                 *build_purge_routes(self.service, self.purges),
+                *build_llm_routes(self.completer, self.llm_usage),
+                *build_supersession_routes(self.supersessions),
+                *build_agent_routes(self.agents),
+                *build_enrichment_routes(self.enrichment, utcnow),
+                *build_consolidation_routes(self.consolidations, utcnow),
+                *build_episode_routes(self.episodes),
                 WebSocketRoute("/ws", self.stream.endpoint),
             ],
             metrics=self.metrics,

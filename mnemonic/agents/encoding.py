@@ -30,7 +30,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mnemonic.config import EncodingConfig
-from mnemonic.encoding.linking import Neighbour, choose_links, may_merge
+from mnemonic.encoding.linking import (
+    Neighbour,
+    Supersession,
+    choose_links,
+    may_merge,
+    supersessions,
+)
 from mnemonic.events.types import (
     AssociationCreated,
     Context,
@@ -100,6 +106,12 @@ class EncodingAgent:
         self.failures = 0
         self.parked = 0
         self.last_error: str | None = None
+        self.supersession = True  # detect supersessions (``supersession.enabled``)
+        # borderline supersessions an LLM could settle (the daemon hands them to the
+        # supersession review agent; the encoder never waits on an LLM)
+        self.on_review: Callable[[PendingMemory, list[tuple[Supersession, str]]], None] | None = (
+            None
+        )
 
     @property
     def backlog(self) -> int:
@@ -366,7 +378,7 @@ class EncodingAgent:
         self, item: PendingMemory, hits: list[tuple[int, float]]
     ) -> int | None:
         close = [s for s, c in hits if c >= self._cfg.near_duplicate_threshold]
-        if not close:
+        if not close or item.gist:  # a gist merged into a stranger would hide its sources
             return None
         found = await self._memories.get_many(close)
         return await asyncio.to_thread(_first_twin, item, close, found)
@@ -383,7 +395,9 @@ class EncodingAgent:
         wanted = [s for s, _ in hits] + ([prev_seq] if prev_seq is not None else [])
         found = await self._memories.get_many(wanted)
         neighbours = [
-            Neighbour(s, c, found[s].content, found[s].concepts, found[s].timestamp)
+            Neighbour(
+                s, c, found[s].content, found[s].concepts, found[s].timestamp, found[s].type.value
+            )
             for s, c in hits
             if s in found
         ]
@@ -397,6 +411,18 @@ class EncodingAgent:
             max_links=self._cfg.max_links_per_memory,
             temporal_window_s=self._cfg.temporal_window_s,
         )
+        if self.supersession:
+            decided, review = await asyncio.to_thread(
+                supersessions,
+                item.content,
+                item.type.value,
+                item.concepts,
+                item.timestamp,
+                neighbours,
+            )
+            links += [found_one.link for found_one in decided]
+            if review and self.on_review is not None:
+                self.on_review(item, [(r, found[r.neighbour.seq].id) for r in review])
         prev = found.get(prev_seq) if prev_seq is not None else None
         if prev is None or self._cfg.sequence_link_strength <= 0:
             return links

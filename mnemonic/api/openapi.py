@@ -34,7 +34,12 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 
 from mnemonic.api import responses as r
+from mnemonic.api.agent_routes import AgentList, AgentRunAnswer
+from mnemonic.api.consolidation_routes import ConsolidationHistory, HistoryParams, Unmerged
 from mnemonic.api.docs import ASSETS
+from mnemonic.api.enrichment_routes import ReencodeBody, ReencodeQueued
+from mnemonic.api.episode_routes import EpisodeDetail, EpisodePage, EpisodeParams
+from mnemonic.api.llm_routes import LlmStatus, LlmUsage, UsageParams
 from mnemonic.api.purge_routes import ForgetAnswer, PurgeAnswer, PurgeBody
 from mnemonic.api.schemas import (
     ActivityParams,
@@ -50,6 +55,7 @@ from mnemonic.api.schemas import (
     QueryBody,
     RememberBody,
 )
+from mnemonic.api.supersession_routes import SupersedeAnswer, SupersedeBody, SupersessionChain
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +70,9 @@ _ID = {"type": "string", "minLength": 1}
 PATH_PARAMS: dict[str, tuple[str, dict[str, Any]]] = {
     "memory_id": ("Id of a memory (as returned by a write, a list or a recall).", _ID),
     "raw_id": ("Id of a raw memory (`raw_id` of a write).", _ID),
+    "episode_id": ("Id of an episode (as listed by `GET /api/v1/episodes`).", _ID),
+    "name": ("Name of a background agent (`GET /api/v1/agents`).", _ID),
+    "older_id": ("Id of the older memory of a supersession.", _ID),
     "asset": ("File name of a docs page asset.", {"type": "string", "enum": sorted(ASSETS)}),
 }
 
@@ -72,6 +81,7 @@ ERRORS: dict[int, tuple[str, type[BaseModel]]] = {
     401: ("Missing or wrong bearer token.", r.Error),
     403: ("Host is not a loopback name, or Origin is not the daemon's own.", r.Error),
     404: ("No such id (or no such path).", r.Error),
+    409: ("Conflict: the target is busy or not in a state that allows this.", r.Error),
     413: ("The body is larger than `server.max_body_bytes`.", r.Error),
     415: ("The body is not `application/json`.", r.Error),
     421: ("Host names a loopback address on another port.", r.Error),
@@ -237,6 +247,24 @@ ROUTE_DOCS: tuple[RouteDoc, ...] = (
     ),
     RouteDoc(
         "POST",
+        _MEMORY + "/unmerge",
+        "Undo a consolidation merge: sources back to their states, the gist archived",
+        Unmerged,
+        errors=(409,),
+        tags=("memories",),
+        description="409 when the memory is no gist, its merge was already undone, or it "
+        "is itself merged into a later gist.",
+    ),
+    RouteDoc(
+        "GET",
+        "/api/v1/consolidation/history",
+        "Consolidation cycles, newest first, with their counts",
+        ConsolidationHistory,
+        query=HistoryParams,
+        tags=("agents",),
+    ),
+    RouteDoc(
+        "POST",
         "/api/v1/purge",
         "Delete memories for good: a list of ids, a project, or what a query finds",
         PurgeAnswer,
@@ -315,6 +343,42 @@ ROUTE_DOCS: tuple[RouteDoc, ...] = (
         query=ActivityParams,
         tags=("browse",),
     ),
+    # ---- llm --------------------------------------------------------------------------
+    RouteDoc(
+        "GET",
+        "/api/v1/llm/status",
+        "The LLM: configured or not, mode (llm|heuristic), breaker, counters",
+        LlmStatus,
+        tags=("llm",),
+    ),
+    RouteDoc(
+        "GET",
+        "/api/v1/llm/usage",
+        "LLM calls, tokens, latency and estimated cost by day, operation and model",
+        LlmUsage,
+        query=UsageParams,
+        tags=("llm",),
+        description="`since` (a time) or `days` (the last N days), not both; neither "
+        "means every recorded call. Costs are estimates from the editable price table.",
+    ),
+    # ---- episodes ---------------------------------------------------------------------
+    RouteDoc(
+        "GET",
+        "/api/v1/episodes",
+        "List episodes (stretches of work per project), newest first",
+        EpisodePage,
+        query=EpisodeParams,
+        tags=("episodes",),
+        description="`since`/`until` keep episodes that overlap that time. Open episodes "
+        "are still growing; a closed one has its final title and summary.",
+    ),
+    RouteDoc(
+        "GET",
+        "/api/v1/episodes/{episode_id}",
+        "An episode and its memories in time order",
+        EpisodeDetail,
+        tags=("episodes",),
+    ),
     # ---- daemon -----------------------------------------------------------------------
     RouteDoc(
         "GET", "/api/v1/health", "Health, counts, embedder and agents", r.Health, tags=("daemon",)
@@ -351,6 +415,73 @@ ROUTE_DOCS: tuple[RouteDoc, ...] = (
         query=ExclusionParams,
         errors=(404,),
         tags=("perception",),
+    ),
+    # ---- background agents and supersessions (issue 12) -----------------------------------
+    RouteDoc(
+        "POST",
+        "/api/v1/reencode",
+        "Queue memories encoded without an LLM for LLM encoding",
+        ReencodeQueued,
+        ok=(202,),
+        body=ReencodeBody,
+        errors=(409,),
+        description="Opt-in after an LLM outage: memories stored since `since` (7d, 12h or "
+        "an ISO time) that carry only their heuristic encoding are queued (at most `limit`, "
+        "newest first); the enrichment agent works through them within its hourly budget. "
+        "409 when no LLM is configured.",
+        tags=("agents",),
+    ),
+    RouteDoc(
+        "GET",
+        "/api/v1/agents",
+        "Background agents: schedule, last run, next run, last summary",
+        AgentList,
+        tags=("agents",),
+    ),
+    RouteDoc(
+        "POST",
+        "/api/v1/agents/{name}/run",
+        "Run one cycle of an agent now",
+        AgentRunAnswer,
+        ok=(200, 202),
+        flags=(
+            QueryParam(
+                "wait",
+                {"type": "boolean", "default": True},
+                "Answer when the cycle ends (200) or at once (202).",
+            ),
+        ),
+        errors=(404, 409),
+        description="409 while a cycle of that agent is under way (cycles never overlap).",
+        tags=("agents",),
+    ),
+    RouteDoc(
+        "GET",
+        _MEMORY + "/supersessions",
+        "What replaces a memory and what it replaces",
+        SupersessionChain,
+        errors=(404,),
+        tags=("memories",),
+    ),
+    RouteDoc(
+        "POST",
+        _MEMORY + "/supersedes",
+        "Mark this memory as superseding an older one",
+        SupersedeAnswer,
+        ok=(200, 201),
+        body=SupersedeBody,
+        errors=(404,),
+        description="Both stay stored; recall ranks the older one below this one. 201 when "
+        "new, 200 when it already was so.",
+        tags=("memories",),
+    ),
+    RouteDoc(
+        "DELETE",
+        _MEMORY + "/supersedes/{older_id}",
+        "Take a supersession back",
+        SupersedeAnswer,
+        errors=(404,),
+        tags=("memories",),
     ),
     RouteDoc(
         WEBSOCKET,

@@ -122,6 +122,18 @@ class Explain(_Out):
     fts_rank: int | None
     vector_rank: int | None
     cosine: float | None
+    superseded_by: list[str] = Field(
+        default_factory=list,
+        description="Newer memories that replace this one (it ranks below them).",
+    )
+    supersedes: list[str] = Field(
+        default_factory=list, description="Older memories this one replaces."
+    )
+    archived_fallback: bool = Field(
+        False,
+        description="Archived, found because active and fading memories answered weakly"
+        " (ranked below, `recall.archived_factor`).",
+    )
 
 
 class RecallResult(_Out):
@@ -174,6 +186,9 @@ class RecallIndexHealth(_Out):
     )
     builds: Count
     last_error: str | None
+    supersessions: Count = Field(
+        0, description="Directed `supersedes` edges recall knows (older memory -> newer)."
+    )
     entry_points: dict[str, dict[str, Any]] = Field(
         description="Per entry point (full_text, vectors, graph, columns): kind and size."
     )
@@ -203,6 +218,11 @@ class Health(_Out):
     vector_index: VectorIndexHealth
     recall_index: RecallIndexHealth
     agents: list[AgentHealth]
+    llm: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The LLM (`configured`, provider, model, breaker) and which mode each"
+        " task runs in (`tasks`: llm or heuristic).",
+    )
     schema_version: int
 
 

@@ -140,6 +140,7 @@ def build_routes(service: MemoryService, health: HealthFn) -> list[Route]:
             since=body.since,
             until=body.until,
             min_salience=body.min_salience,
+            as_of=body.as_of,
         )
         answer = await service.recall(
             RecallRequest(body.query, body.limit, filters, min_score=body.min_score)

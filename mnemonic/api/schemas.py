@@ -170,6 +170,13 @@ class QueryBody(_Body):
     min_salience: Annotated[StrictFloat, Field(ge=0, le=1)] | None = None
     min_score: Annotated[StrictFloat, Field(ge=0, le=1)] | None = None
     explain: StrictBool = False
+    as_of: Annotated[
+        When | None,
+        Field(
+            description="Recall as memory stood at this time: memories dated after it are "
+            "hidden and supersessions by them are ignored."
+        ),
+    ] = None
 
     _lists = field_validator("source", "type", "state", mode="before")(_as_list)
 

@@ -60,5 +60,8 @@ def result_json(scored: Scored, *, explain: bool) -> dict[str, Any]:
             "fts_rank": sig.fts_rank,
             "vector_rank": sig.vector_rank,
             "cosine": sig.cosine,
+            "superseded_by": list(scored.superseded_by),
+            "supersedes": list(scored.supersedes),
+            "archived_fallback": scored.fallback,
         }
     return out

@@ -29,7 +29,7 @@ from mnemonic.events.types import (
 )
 from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.project_names import clean_project
-from mnemonic.recall.pipeline import Recaller
+from mnemonic.recall.pipeline import Recaller, RecallOutcome
 from mnemonic.recall.ranking import Scored
 from mnemonic.redact import redact_json
 from mnemonic.store.base import (
@@ -331,12 +331,18 @@ class MemoryService:
         filters = request.filters
         if filters.project:
             filters = replace(filters, project=self._canonical(filters.project))
+        defaults = filters.states is None
         if filters.states is None:
             default = tuple(MemoryState(s) for s in self._cfg.recall.default_states)
             filters = replace(filters, states=default)
+        if filters.as_of is not None:
+            until = filters.as_of if filters.until is None else min(filters.until, filters.as_of)
+            filters = replace(filters, until=until)
         outcome = await self._recaller.recall(
             request.query, filters, request.limit, request.min_score
         )
+        if defaults and self._answered_weakly(outcome.results, request.limit, filters):
+            outcome = await self._with_archived(request, filters, outcome)
         took_ms = (time.perf_counter() - started) * 1000
         # The query runs as typed (stored text is redacted, so a secret in it matches
         # nothing), but it is recorded and published only redacted.
@@ -368,6 +374,52 @@ class MemoryService:
             )
         )
         return RecallAnswer(record.id, outcome.results, took_ms)
+
+    def _answered_weakly(self, results: list[Scored], limit: int, filters: Filters) -> bool:
+        cfg = self._cfg.recall
+        if not cfg.archived_fallback or MemoryState.ARCHIVED in (filters.states or ()):
+            return False
+        return len(results) < limit or results[0].score < cfg.archived_fallback_below
+
+    async def _with_archived(
+        self, request: RecallRequest, filters: Filters, outcome: RecallOutcome
+    ) -> RecallOutcome:
+        """Archived memories join a weak answer, each at ``recall.archived_factor`` of its
+        score, so consolidation never makes a stored fact unfindable by a specific query;
+        an archived memory outranks a live one only when it answers far better."""
+        archived = await self._recaller.recall(
+            request.query,
+            replace(filters, states=(MemoryState.ARCHIVED,)),
+            request.limit,
+            request.min_score,
+        )
+        found = [s for s in archived.results if "forgotten_at" not in s.memory.metadata]
+        if not found:
+            return outcome
+        factor = self._cfg.recall.archived_factor
+        demoted = [
+            replace(
+                s,
+                score=s.score * factor,
+                contributions={
+                    **s.contributions,
+                    "archived": s.score * factor - s.score,
+                },
+                fallback=True,
+            )
+            for s in found
+        ]
+        merged = sorted([*outcome.results, *demoted], key=lambda s: -s.score)[: request.limit]
+        stages = dict(outcome.stages)
+        for stage, seconds in archived.stages.items():
+            stages[stage] = stages.get(stage, 0.0) + seconds
+        return replace(
+            outcome,
+            results=merged,
+            edges=[*outcome.edges, *archived.edges],
+            candidates=outcome.candidates + archived.candidates,
+            stages=stages,
+        )
 
     async def _record_query(
         self, record: QueryRecord, filters: Filters, took_ms: float, seqs: list[int]
@@ -440,4 +492,5 @@ def _filters_json(filters: Filters) -> dict[str, object]:
         "since": filters.since.isoformat() if filters.since else None,
         "until": filters.until.isoformat() if filters.until else None,
         "min_salience": filters.min_salience,
+        "as_of": filters.as_of.isoformat() if filters.as_of else None,
     }

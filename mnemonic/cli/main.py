@@ -15,15 +15,21 @@ import typer
 
 from mnemonic import __version__
 from mnemonic.cli import (
+    agents,
     browse,
     completion,
     config_cmd,
+    consolidation,
     doctor,
+    episodes,
+    llm,
     memories,
     purge,
+    reencode,
     service,
     shell_hook,
     status,
+    supersede,
     watch,
 )
 from mnemonic.cli.exits import (
@@ -127,7 +133,23 @@ def version(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")]
         emit_line(__version__)
 
 
-for _module in (memories, purge, browse, status, watch, completion, shell_hook, doctor, service):
+for _module in (
+    memories,
+    purge,
+    browse,
+    status,
+    watch,
+    completion,
+    shell_hook,
+    doctor,
+    service,
+    agents,
+    supersede,
+    llm,
+    reencode,
+    episodes,
+    consolidation,
+):
     _module.register(app)
 app.add_typer(config_cmd.config_app, name="config")
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from mnemonic.cognition.supersession import MemoryFacts, Verdict, detect
 from mnemonic.encoding.contradiction import contradicts
 from mnemonic.store.base import NewLink
 from mnemonic.store.models import Relation
@@ -46,6 +47,7 @@ class Neighbour:
     content: str
     concepts: tuple[str, ...]
     timestamp: datetime
+    type: str = "general"
 
 
 def relation_for(
@@ -92,3 +94,48 @@ def choose_links(
         )
         for n in ranked[:max_links]
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class Supersession:
+    """A detected supersession between a new memory and a neighbour of its project:
+    ``incoming`` when the neighbour is the newer one (an import dated before it)."""
+
+    neighbour: Neighbour
+    verdict: Verdict
+    incoming: bool
+
+    @property
+    def link(self) -> NewLink:
+        return NewLink(
+            self.neighbour.seq,
+            Relation.SUPERSEDES,
+            min(1.0, max(0.0, self.verdict.confidence)),
+            incoming=self.incoming,
+        )
+
+
+def supersessions(
+    content: str,
+    memory_type: str,
+    concepts: tuple[str, ...],
+    timestamp: datetime,
+    neighbours: Sequence[Neighbour],
+) -> tuple[list[Supersession], list[Supersession]]:
+    """(decided, to review): the neighbours this memory supersedes or is superseded by
+    (``cognition.supersession.detect``, tuned to miss), and the borderline pairs an LLM
+    could settle, most similar first. Pure; linear in the texts (each is capped)."""
+    facts = MemoryFacts(content, timestamp, None, memory_type, concepts)
+    decided: list[Supersession] = []
+    review: list[Supersession] = []
+    for n in sorted(neighbours, key=lambda n: -n.similarity):
+        other = MemoryFacts(n.content, n.timestamp, None, n.type, n.concepts)
+        incoming = ensure_utc(n.timestamp) > ensure_utc(timestamp)
+        new, old = (other, facts) if incoming else (facts, other)
+        verdict = detect(new, old, n.similarity)
+        found = Supersession(n, verdict, incoming)
+        if verdict.supersedes:
+            decided.append(found)
+        if verdict.ask_llm:
+            review.append(found)
+    return decided, review

@@ -166,8 +166,12 @@ class EpisodeClosed(Event):
     type: ClassVar[str] = "episode_closed"
     episode_id: str
     project: str | None
-    memory_ids: tuple[str, ...]
+    memory_ids: tuple[str, ...]  # at most the first 200 in time order; see memory_count
     title: str
+    memory_count: int = 0
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    described_by: str = "heuristic"  # or "llm"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -177,6 +181,11 @@ class ConsolidationCompleted(Event):
     merged: int
     archived: int
     took_ms: float
+    trigger: str = ""
+    fading: int = 0
+    revived: int = 0
+    pruned: int = 0
+    budget_exhausted: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -35,6 +35,7 @@ from mnemonic.index.fulltext import FullTextIndex
 from mnemonic.index.fulltext import compact as compact_text
 from mnemonic.index.graph import RELATION_CODES, AssociationGraph, build_csr
 from mnemonic.index.snapshot import discard_snapshot, load_snapshot, read_generation
+from mnemonic.index.supersessions import Supersessions
 from mnemonic.index.vectors import AdaptiveVectors
 from mnemonic.llm.embedding import Vectors
 from mnemonic.store.base import Filters
@@ -42,6 +43,15 @@ from mnemonic.store.base import Filters
 log = logging.getLogger(__name__)
 
 State = Literal["empty", "building", "ready", "stale"]
+SUPERSEDES = "supersedes"
+
+
+def read_supersessions(conn: sqlite3.Connection) -> list[tuple[int, int]]:
+    """(newer, older) of every ``supersedes`` edge (a partial index makes this cheap)."""
+    rows = conn.execute(
+        "SELECT source_seq, target_seq FROM associations WHERE relation = 'supersedes'"
+    ).fetchall()
+    return [(int(a), int(b)) for a, b in rows]
 
 
 class _Resync:
@@ -62,6 +72,7 @@ class RecallIndex:
         self.fulltext = FullTextIndex()
         self.vectors = AdaptiveVectors(dim, exact_max=vector_exact_max)
         self.graph = AssociationGraph()
+        self.supersessions = Supersessions()
         self.state: State = "empty"
         self._pending: list[IndexDelta | _Resync] | None = None
         self.build_seconds: float | None = None
@@ -143,6 +154,7 @@ class RecallIndex:
             for seq in delta.gone:
                 self.fulltext.apply(seq, None)
                 self.graph.remove_node(seq)
+                self.supersessions.remove_node(seq)
         for seq, analyzed in delta.texts:
             self.fulltext.apply(seq, analyzed)
         gone_vectors = sorted({*delta.vectors_gone, *delta.gone})
@@ -152,8 +164,12 @@ class RecallIndex:
             self.vectors.set(np.asarray(delta.vector_seqs, dtype=np.int64), delta.vectors)
         for source, target, relation in delta.edges_gone:
             self.graph.remove_edge(source, target, RELATION_CODES[relation])
+            if relation == SUPERSEDES:
+                self.supersessions.remove(source, target)
         for source, target, relation, strength in delta.edges:
             self.graph.upsert(source, target, RELATION_CODES[relation], strength)
+            if relation == SUPERSEDES:
+                self.supersessions.add(source, target)
         if self._switching is None and self.vectors.needs_switch:
             self._switching = asyncio.get_running_loop().create_task(
                 self._switch_vectors(), name="mnemonic:index-hnsw"
@@ -240,6 +256,9 @@ class RecallIndex:
                 built = await read(
                     lambda conn: read_everything(conn, self.model, self.dim, self._vector_exact_max)
                 )
+            # the graph keeps no direction; the few directed supersessions are read apart
+            # (replayed changes after this read are idempotent on it)
+            supersessions = Supersessions(await read(read_supersessions))
         except BaseException:
             self._pending = None
             self.state = "stale"
@@ -251,6 +270,7 @@ class RecallIndex:
             built.vectors,
             built.graph,
         )
+        self.supersessions = supersessions
         pending, self._pending = self._pending, None
         self.state = "ready"
         for delta in pending:
@@ -346,6 +366,7 @@ class RecallIndex:
             "built_from": self.built_from,
             "builds": self.builds,
             "last_error": self.last_error,
+            "supersessions": len(self.supersessions),
             "entry_points": {
                 "full_text": self.fulltext.describe() if self.ready else {"kind": "sqlite-fts5"},
                 "vectors": self.vectors.describe(),

@@ -28,10 +28,18 @@ from mnemonic.recall.fts_query import query_terms
 from mnemonic.recall.fusion import linear, rrf
 from mnemonic.recall.mmr import Duplicates, mmr_order
 from mnemonic.recall.query_cache import QueryVectors
-from mnemonic.recall.ranking import Ranked, Scored, Signals, calibrate, score, traits_of
+from mnemonic.recall.ranking import (
+    Ranked,
+    Scored,
+    Signals,
+    calibrate,
+    score,
+    supersede,
+    traits_of,
+)
 from mnemonic.store.base import AssociationStore, Filters, MemoryStore, SearchStore
 from mnemonic.store.models import Association, Memory
-from mnemonic.timeutil import utcnow
+from mnemonic.timeutil import ensure_utc, utcnow
 
 EVIDENCE_FTS_HITS = 10  # full-text hits whose word coverage is measured per query
 T = TypeVar("T")
@@ -145,6 +153,10 @@ class Recaller:
         pool_size = max(cfg.mmr_pool, limit)
         top_fts = found.fts_ranked[:EVIDENCE_FTS_HITS]
         wanted = [r.seq for r in found.ranked[:pool_size]] + top_fts
+        # the other ends of supersessions, for explain (ids): a few per query at most
+        wanted += [
+            seq for r in found.ranked[:pool_size] for seq in (*r.superseded_by, *r.supersedes)
+        ]
         missing = [seq for seq in dict.fromkeys(wanted) if seq not in found.known]
         memories = dict(found.known)
         if missing:
@@ -164,7 +176,8 @@ class Recaller:
         # ranked is strongest first, so the pool is a prefix: calibrate only that
         passing = [r for r in calibrate(found.ranked, evidence, pool_size) if r.score >= floor]
         # a memory purged since the index saw it is not in ``memories``: it cannot answer
-        pool = [Scored.of(r, memories[r.seq]) for r in passing if r.seq in memories]
+        ids = {seq: m.id for seq, m in memories.items()}
+        pool = [Scored.of(r, memories[r.seq], ids) for r in passing if r.seq in memories]
         order = mmr_order(
             [(s.memory.seq, s.strength) for s in pool],
             self._index.vectors_for([s.memory.seq for s in pool]),
@@ -222,7 +235,37 @@ class Recaller:
         vector_hits = index.nearest(vector, depths[1], allowed, filters)
         direct = self._fuse(fts_hits, vector_hits, depths)
         flow = spread_arrays(self._seeds(direct), index.graph, allowed, self._spread)
-        return self._rank(direct, flow, fts_hits, vector_hits, keep, index.columns.traits, {})
+        found = self._rank(direct, flow, fts_hits, vector_hits, keep, index.columns.traits, {})
+        if len(index.supersessions):
+            found.ranked = self._supersede(found.ranked, allowed, filters)
+        return found
+
+    def _supersede(
+        self, ranked: list[Ranked], allowed: BoolArray, filters: Filters
+    ) -> list[Ranked]:
+        """Superseded candidates below their successors (``ranking.supersede``): a
+        successor counts if it is live and, with ``as_of``, dated no later than it."""
+        columns = self._index.columns
+        as_of = None if filters.as_of is None else ensure_utc(filters.as_of).timestamp()
+
+        def current(seq: int) -> bool:
+            traits = columns.traits(seq)
+            return (
+                traits is not None
+                and traits.state in _LIVE
+                and (as_of is None or traits.timestamp <= as_of)
+            )
+
+        def admissible(seq: int) -> Traits | None:
+            return columns.traits(seq) if seq < len(allowed) and allowed[seq] else None
+
+        return supersede(
+            ranked,
+            self._index.supersessions.successors,
+            current,
+            admissible,
+            self._cfg.superseded_factor,
+        )
 
     # ---- the SQL path (while the in-memory index builds) --------------------------------
     async def _from_sql(
@@ -325,6 +368,7 @@ def _relevance(direct: Mapping[int, float], flow: Spread, weight: float) -> dict
     return relevance
 
 
+_LIVE = frozenset({"active", "fading"})
 _INLINE_EVIDENCE_CHARS = 50_000
 """Above this much hit text, word evidence is measured off the event loop (10 hits of
 100,000 adversarial characters cost ~0.9 s of regex work)."""

@@ -12,7 +12,7 @@ exactly, so a caller can see what moved a result.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -41,6 +41,8 @@ class Ranked:
     signals: Signals
     multiplier: float
     strength: float  # the uncalibrated score: orders candidates within this query only
+    superseded_by: tuple[int, ...] = ()  # seqs of current memories that replace this one
+    supersedes: tuple[int, ...] = ()  # seqs of candidates this one replaces
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,9 +53,13 @@ class Scored:
     signals: Signals
     multiplier: float
     strength: float
+    superseded_by: tuple[str, ...] = ()  # ids
+    supersedes: tuple[str, ...] = ()  # ids
+    fallback: bool = False  # found by the archived fallback (``app/service.py``)
 
     @classmethod
-    def of(cls, ranked: Ranked, memory: Memory) -> Scored:
+    def of(cls, ranked: Ranked, memory: Memory, ids: dict[int, str] | None = None) -> Scored:
+        ids = ids or {}
         return cls(
             memory=memory,
             score=ranked.score,
@@ -61,6 +67,8 @@ class Scored:
             signals=ranked.signals,
             multiplier=ranked.multiplier,
             strength=ranked.strength,
+            superseded_by=tuple(ids[s] for s in ranked.superseded_by if s in ids),
+            supersedes=tuple(ids[s] for s in ranked.supersedes if s in ids),
         )
 
 
@@ -127,3 +135,60 @@ def calibrate(scored: Sequence[Ranked], evidence: float, first: int | None = Non
         )
         for s in (scored if first is None else scored[:first])
     ]
+
+
+def supersede(
+    ranked: list[Ranked],
+    successors: Callable[[int], tuple[int, ...]],
+    current: Callable[[int], bool],
+    admissible: Callable[[int], Traits | None],
+    factor: float,
+) -> list[Ranked]:
+    """Rank each superseded candidate below its successor, strongest first again.
+
+    A candidate with a current successor (``current``: present, not archived or merged,
+    not after ``as_of``) keeps ``factor`` of its strength; the successor ranks at least
+    where the older memory stood, pulled in when the query did not find it (if it passes
+    the query's filters: ``admissible`` gives its traits). Both changes are explained as
+    contributions (``superseded``, ``successor``) so the parts still sum to the strength.
+    """
+    by_seq = {r.seq: r for r in ranked}
+    floors: dict[int, tuple[float, list[int]]] = {}
+    for r in ranked:
+        newer = tuple(s for s in successors(r.seq) if s != r.seq and current(s))
+        if not newer:
+            continue
+        by_seq[r.seq] = _adjusted(by_seq[r.seq], r.strength * factor, "superseded", newer=newer)
+        for s in newer:
+            floor, older = floors.get(s, (0.0, []))
+            floors[s] = (max(floor, r.strength), [*older, r.seq])
+    for s, (floor, older) in floors.items():
+        found = by_seq.get(s)
+        if found is None:
+            traits = admissible(s)
+            if traits is None:
+                continue
+            found = Ranked(s, 0.0, {}, Signals(0.0, 0.0, None, None, None), traits.utility, 0.0)
+        by_seq[s] = _adjusted(found, max(found.strength, floor), "successor", older=tuple(older))
+    return sorted(by_seq.values(), key=lambda r: -r.strength)
+
+
+def _adjusted(
+    r: Ranked,
+    strength: float,
+    reason: str,
+    *,
+    newer: tuple[int, ...] = (),
+    older: tuple[int, ...] = (),
+) -> Ranked:
+    contributions = dict(r.contributions)
+    if strength != r.strength:
+        contributions[reason] = contributions.get(reason, 0.0) + strength - r.strength
+    return replace(
+        r,
+        score=strength,
+        strength=strength,
+        contributions=contributions,
+        superseded_by=r.superseded_by + newer,
+        supersedes=r.supersedes + older,
+    )

@@ -49,13 +49,26 @@ class PendingMemory:
     timestamp: datetime
     salience: float
     attempts: int = 0  # encoding attempts already begun (one may have died with the process)
+    gist: bool = False  # made by consolidation from merged sources: never a duplicate itself
 
 
 @dataclass(frozen=True, slots=True)
 class NewLink:
+    """A link from a memory being encoded to ``target_seq``. Links are undirected except
+    ``supersedes``: the new memory supersedes the target, or with ``incoming`` the target
+    supersedes the new memory (an import whose timestamp is older than its neighbour's)."""
+
     target_seq: int
     relation: Relation
     strength: float
+    incoming: bool = False
+
+    def ends(self, seq: int) -> tuple[int, int]:
+        """(source_seq, target_seq) as stored: the pair in order, or for ``supersedes``
+        (newer, older)."""
+        if self.relation is Relation.SUPERSEDES:
+            return (self.target_seq, seq) if self.incoming else (seq, self.target_seq)
+        return min(seq, self.target_seq), max(seq, self.target_seq)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +92,9 @@ class Filters:
     since: datetime | None = None
     until: datetime | None = None
     min_salience: float | None = None
+    # recall as memory stood then: later memories hidden (the service folds it into
+    # ``until``), supersessions by later memories ignored
+    as_of: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +132,9 @@ class MemoryStore(Protocol):
 
     async def get_many(self, seqs: Sequence[int]) -> dict[int, Memory]: ...
 
-    async def set_state(self, memory_id: str, state: MemoryState) -> Memory | None: ...
+    async def set_state(self, memory_id: str, state: MemoryState) -> Memory | None:
+        """By the user's hand: archiving marks the memory forgotten (``forgotten_at``)."""
+        ...
 
     async def counts(self) -> dict[str, int]: ...
 

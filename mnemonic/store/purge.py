@@ -12,6 +12,8 @@ keep their sources. A purge removes a memory and every copy of its text in one
   every raw row of the project;
 * ``memory_amendments`` (old and new texts), associations on either side, the
   ``file_memories`` row that maps a watched path to it;
+* its membership of an episode: an episode left empty goes, one that keeps members loses
+  its description (built from the purged text) and is described again by the episoder;
 * retrieval logs that describe it: every ``retrieval_queries`` row that returned it, and
   (for purges of up to ``QUOTE_SCAN_MAX_CHARS`` of text) every query whose text quotes it,
   with their ``retrieval_feedback`` rows. A query's text is what the user typed, and
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from mnemonic.store.database import Database
+from mnemonic.store.episodes import WATERMARK_KEY as EPISODE_WATERMARK_KEY
 from mnemonic.timeutil import to_db, utcnow
 
 log = logging.getLogger(__name__)
@@ -310,9 +313,16 @@ def _purge_selected(conn: sqlite3.Connection, scope: Scope, project: str | None)
     ).rowcount
     if _has_table(conn, "file_memories"):
         conn.execute(f"DELETE FROM file_memories WHERE memory_id IN {_IN_IDS}")
+    if _has_table(conn, "episode_memories"):
+        _leave_episodes(conn)
+    if _has_table(conn, "memory_merges"):  # merge records of a purged gist or source
+        conn.execute(
+            f"DELETE FROM memory_merges WHERE gist_seq IN {_IN_SEQS} OR source_seq IN {_IN_SEQS}"
+        )
     conn.execute(f"DELETE FROM memory_vectors WHERE seq IN {_IN_SEQS}")
     conn.execute(f"DELETE FROM memories_fts WHERE rowid IN {_IN_SEQS}")
     memories = conn.execute(f"DELETE FROM memories WHERE seq IN {_IN_SEQS}").rowcount
+    _lower_episode_watermark(conn)
     raw_ids = [r for (r,) in conn.execute("SELECT id FROM temp.purge_raws ORDER BY id")]
     raws = conn.execute(f"DELETE FROM raw_memories WHERE id IN {_IN_RAWS}").rowcount
     counts = PurgeCounts(memories, raws, amendments, associations, len(query_ids))
@@ -376,6 +386,47 @@ def _scrub_queries(
             "DELETE FROM retrieval_queries WHERE id IN (SELECT id FROM temp.purge_queries)"
         )
     return found
+
+
+def _leave_episodes(conn: sqlite3.Connection) -> None:
+    """Purged memories leave their episodes. An episode left empty goes (its title and
+    summary were built from them); one that keeps members gets its count and span from
+    them and is reopened with its description cleared, so the episoder describes it again
+    from what is left, without the purged text."""
+    touched = [
+        r[0]
+        for r in conn.execute(
+            f"SELECT DISTINCT episode_id FROM episode_memories WHERE memory_seq IN {_IN_SEQS}"
+        )
+    ]
+    conn.execute(f"DELETE FROM episode_memories WHERE memory_seq IN {_IN_SEQS}")
+    now = to_db(utcnow())
+    for episode_id in touched:
+        count, first, last = conn.execute(
+            "SELECT count(*), min(m.timestamp), max(m.timestamp) FROM episode_memories e"
+            " JOIN memories m ON m.seq = e.memory_seq WHERE e.episode_id = ?",
+            (episode_id,),
+        ).fetchone()
+        if not count:
+            conn.execute("DELETE FROM episodes WHERE id = ?", (episode_id,))
+            continue
+        conn.execute(
+            "UPDATE episodes SET memory_count = ?, started_at = ?, ended_at = ?,"
+            " state = 'open', closed_at = NULL, title = '', summary = '', concepts = '[]',"
+            " files = '[]', commands = '[]', described_by = 'heuristic', salience = 0,"
+            " updated_at = ? WHERE id = ?",
+            (count, first, last, now, episode_id),
+        )
+
+
+def _lower_episode_watermark(conn: sqlite3.Connection) -> None:
+    """SQLite hands the highest freed ``seq`` out again: the episoder's watermark must not
+    stay above the newest memory left, or the next memory would never be grouped."""
+    conn.execute(
+        "UPDATE system_meta SET value = CAST(min(CAST(value AS INTEGER),"
+        " (SELECT coalesce(max(seq), 0) FROM memories)) AS TEXT) WHERE key = ?",
+        (EPISODE_WATERMARK_KEY,),
+    )
 
 
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:

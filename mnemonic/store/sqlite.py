@@ -66,7 +66,9 @@ def _memory(row: sqlite3.Row) -> Memory:
 
 _PENDING_SQL = (
     "SELECT m.seq, m.id, m.raw_id, m.content, m.project, m.type, m.source,"
-    " m.concepts, m.timestamp, m.salience, r.attempts FROM memories m"
+    " m.concepts, m.timestamp, m.salience, r.attempts,"
+    " EXISTS (SELECT 1 FROM memory_merges g WHERE g.gist_seq = m.seq) AS gist"
+    " FROM memories m"
     " JOIN raw_memories r ON r.id = m.raw_id"
     " WHERE m.embedded = 0 AND r.status <> 'failed'"
 )
@@ -85,6 +87,7 @@ def _pending(r: sqlite3.Row) -> PendingMemory:
         timestamp=from_db(r["timestamp"]),
         salience=r["salience"],
         attempts=r["attempts"],
+        gist=bool(r["gist"]),
     )
 
 
@@ -350,10 +353,18 @@ class SQLiteStore(_VectorMaintenance):
         return await self.db.run_read(work)
 
     async def set_state(self, memory_id: str, state: MemoryState) -> Memory | None:
+        """Set the state by the user's hand (forget, unarchive). A forgotten memory is
+        marked ``forgotten_at`` in its metadata: recall's archived fallback skips it, as it
+        must not bring back what the user asked to forget (decay archives stay findable)."""
+
         def work(conn: sqlite3.Connection) -> Memory | None:
+            now = to_db(utcnow())
             conn.execute(
-                "UPDATE memories SET state = ?, updated_at = ? WHERE id = ?",
-                (state.value, to_db(utcnow()), memory_id),
+                "UPDATE memories SET state = ?, updated_at = ?, metadata = CASE"
+                " WHEN NOT json_valid(metadata) THEN metadata"
+                " WHEN ? = 'archived' THEN json_set(metadata, '$.forgotten_at', ?)"
+                " ELSE json_remove(metadata, '$.forgotten_at') END WHERE id = ?",
+                (state.value, now, state.value, now, memory_id),
             )
             row = conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone()
             return _memory(row) if row else None
@@ -684,14 +695,7 @@ def _complete_one(
         " updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET"
         " strength = max(strength, excluded.strength), updated_at = excluded.updated_at",
         [
-            (
-                min(mem.seq, link.target_seq),
-                max(mem.seq, link.target_seq),
-                link.relation.value,
-                link.strength,
-                now,
-                now,
-            )
+            (*link.ends(mem.seq), link.relation.value, link.strength, now, now)
             for link in outcome.links
         ],
     )
