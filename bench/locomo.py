@@ -15,6 +15,7 @@ import json
 import math
 import re
 import sys
+import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from agents_phase import age_store, run_agents
 from server import running_daemon
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo-dev.json"
@@ -180,16 +182,28 @@ def summarise(rows: list[tuple[int, dict[str, float]]]) -> dict[str, dict[str, f
     return table
 
 
-def run_daemon(data: list[dict[str, Any]], settings: dict[str, str]) -> dict[str, Any]:
+def run_daemon(
+    data: list[dict[str, Any]],
+    settings: dict[str, str],
+    agents: list[str] | None = None,
+    age_days: float = 0.0,
+) -> dict[str, Any]:
+    """Ingest every conversation, then (with ``agents``) age the store and run one cycle of
+    each agent (``agents_phase.py``), then ask every question."""
     rows: list[tuple[int, dict[str, float]]] = []
     timings: dict[str, float] = {}
-    with running_daemon(settings) as (client, cold):
+    phase: dict[str, Any] = {}
+    with (
+        tempfile.TemporaryDirectory(prefix="mnemonic-locomo-") as home,
+        running_daemon(settings, Path(home)) as (client, cold),
+    ):
         timings["cold_start_s"] = cold
         ingest_s = 0.0
         query_ms: list[float] = []
         answered: list[int] = []  # results per query: the relevance floor may cut a list
         off_topic_answered = 0  # off-topic probes that returned anything
         n_turns = 0
+        spaces: list[tuple[str, dict[str, list[str]], set[str], dict[str, Any]]] = []
         for sample in data:
             project = sample["sample_id"]
             items = turns(sample)
@@ -199,11 +213,16 @@ def run_daemon(data: list[dict[str, Any]], settings: dict[str, str]) -> dict[str
             for t, r in ingest(client, items, project, "dia_id"):
                 memory_dias[r["memory_id"]].append(t["dia_id"])
             ingest_s += time.perf_counter() - t0
-            known = {t["dia_id"] for t in items}
+            spaces.append((project, memory_dias, {t["dia_id"] for t in items}, sample))
+        if agents:
+            phase["aged_rows"] = age_store(Path(home) / "data" / "mnemonic.db", age_days)
+            phase["agents"] = run_agents(client, agents)
+        for project, memory_dias, known, sample in spaces:
             for q in questions(sample, known):
                 t1 = time.perf_counter()
                 resp = client.post(
-                    "/api/v1/query", json={"query": q["question"], "project": project, "limit": 10}
+                    "/api/v1/query",
+                    json={"query": q["question"], "project": project, "limit": 10},
                 )
                 query_ms.append((time.perf_counter() - t1) * 1000)
                 resp.raise_for_status()
@@ -223,7 +242,7 @@ def run_daemon(data: list[dict[str, Any]], settings: dict[str, str]) -> dict[str
         timings["off_topic_queries"] = float(len(OFF_TOPIC) * len(data))
         timings["short_answers"] = float(sum(n < 10 for n in answered))
         timings["empty_answers"] = float(sum(n == 0 for n in answered))
-    return {"table": summarise(rows), "timings": timings}
+    return {"table": summarise(rows), "timings": timings, "phase": phase}
 
 
 def run_baselines(data: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
@@ -274,6 +293,15 @@ def main() -> None:
         "--set", action="append", default=[], help="section.key=value config override"
     )
     parser.add_argument("--no-baselines", action="store_true")
+    parser.add_argument(
+        "--agents",
+        default="",
+        help="comma-separated agents to run once after ingest, before the questions"
+        " (e.g. episoding,consolidation)",
+    )
+    parser.add_argument(
+        "--age-days", type=float, default=0.0, help="with --agents: age the store this much first"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args()
     data = json.loads(args.data.read_text())
@@ -282,12 +310,18 @@ def main() -> None:
         key, value = item.split("=", 1)
         section, name = key.split(".", 1)
         settings[f"MNEMONIC_{section.upper()}__{name.upper()}"] = value
-    result = run_daemon(data, settings)
+    agents = [a for a in args.agents.split(",") if a]
+    result = run_daemon(data, settings, agents, args.age_days)
     results = {"mnemonic": result["table"]}
     if not args.no_baselines:
         results.update(run_baselines(data))
     if args.json:
-        print(json.dumps({"results": results, "timings": result["timings"]}, indent=2))
+        print(
+            json.dumps(
+                {"results": results, "timings": result["timings"], "phase": result["phase"]},
+                indent=2,
+            )
+        )
         return
     n = result["table"]["overall"]["n"]
     print(
@@ -295,6 +329,8 @@ def main() -> None:
         f" settings: {settings or 'defaults'}"
     )
     print_table(results)
+    if result["phase"]:
+        print(f"\nagents after ingest: {json.dumps(result['phase'])}")
     t = result["timings"]
     print(
         f"\ncold start {t['cold_start_s']:.2f} s, ingest {t['ingest_per_s']:.0f} turns/s,"

@@ -17,6 +17,7 @@ import argparse
 import gzip
 import json
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from datetime import UTC, datetime
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from agents_phase import age_store, run_agents
 from locomo import ingest
 from server import running_daemon
 
@@ -33,7 +35,7 @@ DEFAULT_DATA = (
     Path(__file__).resolve().parents[1].parent / "shared" / "data" / "longmemeval-dev.json.gz"
 )
 MAX_CHARS = 100_000  # the API's content limit; a handful of pasted documents are longer
-METRICS = ("turn R@5", "turn R@10", "session any@5", "session all@5")
+METRICS = ("turn R@5", "turn R@10", "session any@5", "session all@5", "newest first")
 
 
 def parse_date(text: str) -> datetime:
@@ -64,7 +66,13 @@ def usable(question: dict[str, Any], items: list[dict[str, Any]]) -> bool:
     return not question["question_id"].endswith("_abs") and any(t["answer"] for t in items)
 
 
-def metrics(ranked: list[dict[str, Any]], answer_sessions: set[int]) -> dict[str, float]:
+def metrics(
+    ranked: list[dict[str, Any]], answer_sessions: set[int], newest: int | None = None
+) -> dict[str, float]:
+    """``newest first`` (NaN unless the evidence spans sessions): whether the first evidence
+    turn in the ranking comes from the latest evidence session. For knowledge-update
+    questions that is the newer fact ranking above the one it replaced."""
+
     def turn_any(k: int) -> float:
         return float(any(t["answer"] for t in ranked[:k]))
 
@@ -73,11 +81,16 @@ def metrics(ranked: list[dict[str, Any]], answer_sessions: set[int]) -> dict[str
         if t["session"] not in sessions:
             sessions.append(t["session"])
     top = set(sessions[:5])
+    first = next((t for t in ranked if t["answer"]), None)
+    newest_first = float("nan")
+    if newest is not None and len(answer_sessions) > 1:
+        newest_first = float(first is not None and first["session"] == newest)
     return {
         "turn R@5": turn_any(5),
         "turn R@10": turn_any(10),
         "session any@5": float(bool(top & answer_sessions)),
         "session all@5": float(answer_sessions <= top),
+        "newest first": newest_first,
     }
 
 
@@ -88,17 +101,33 @@ def summarise(rows: list[tuple[str, dict[str, float]]]) -> dict[str, dict[str, f
         groups[kind].append(m)
     table: dict[str, dict[str, float]] = {}
     for name, ms in groups.items():
-        table[name] = {k: float(np.mean([m[k] for m in ms])) for k in METRICS}
+        table[name] = {
+            k: float(np.nanmean(values)) if not np.isnan(values).all() else float("nan")
+            for k in METRICS
+            for values in [[m[k] for m in ms]]
+        }
         table[name]["n"] = len(ms)
     return table
 
 
-def run_daemon(data: list[dict[str, Any]], settings: dict[str, str]) -> dict[str, Any]:
+def run_daemon(
+    data: list[dict[str, Any]],
+    settings: dict[str, str],
+    agents: list[str] | None = None,
+    age_days: float = 0.0,
+) -> dict[str, Any]:
+    """Ingest every question's haystack, then (with ``agents``) age the store and run one
+    cycle of each agent (``agents_phase.py``), then ask every question."""
     rows: list[tuple[str, dict[str, float]]] = []
     query_ms: list[float] = []
     empty = 0
-    with running_daemon(settings) as (client, cold):
+    phase: dict[str, Any] = {}
+    with (
+        tempfile.TemporaryDirectory(prefix="mnemonic-longmemeval-") as home,
+        running_daemon(settings, Path(home)) as (client, cold),
+    ):
         ingest_s, n_turns = 0.0, 0
+        spaces: list[tuple[dict[str, Any], list[dict[str, Any]], dict[str, dict[str, Any]]]] = []
         for question in data:
             items = user_turns(question)
             if not usable(question, items):
@@ -114,10 +143,19 @@ def run_daemon(data: list[dict[str, Any]], settings: dict[str, str]) -> dict[str
                 )
             ingest_s += time.perf_counter() - t0
             n_turns += len(items)
+            spaces.append((question, items, by_id))
+        if agents:
+            phase["aged_rows"] = age_store(Path(home) / "data" / "mnemonic.db", age_days)
+            phase["agents"] = run_agents(client, agents)
+        for question, items, by_id in spaces:
             t1 = time.perf_counter()
             resp = client.post(
                 "/api/v1/query",
-                json={"query": question["question"], "project": project, "limit": 10},
+                json={
+                    "query": question["question"],
+                    "project": question["question_id"],
+                    "limit": 10,
+                },
             )
             query_ms.append((time.perf_counter() - t1) * 1000)
             resp.raise_for_status()
@@ -125,7 +163,10 @@ def run_daemon(data: list[dict[str, Any]], settings: dict[str, str]) -> dict[str
             empty += not results
             ranked = [by_id[r["memory"]["id"]] for r in results if r["memory"]["id"] in by_id]
             answer_sessions = {t["session"] for t in items if t["answer"]}
-            rows.append((question["question_type"], metrics(ranked, answer_sessions)))
+            newest = max(
+                (t for t in items if t["answer"]), key=lambda t: (t["timestamp"], t["session"])
+            )["session"]
+            rows.append((question["question_type"], metrics(ranked, answer_sessions, newest)))
         timings = {
             "cold_start_s": cold,
             "ingest_per_s": n_turns / ingest_s if ingest_s else 0.0,
@@ -133,7 +174,7 @@ def run_daemon(data: list[dict[str, Any]], settings: dict[str, str]) -> dict[str
             "query_p95_ms": float(np.percentile(query_ms, 95)),
             "empty_answers": float(empty),
         }
-    return {"table": summarise(rows), "timings": timings}
+    return {"table": summarise(rows), "timings": timings, "phase": phase}
 
 
 def print_table(table: dict[str, dict[str, float]]) -> None:
@@ -154,6 +195,14 @@ def main() -> None:
         "--set", action="append", default=[], help="section.key=value config override"
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "--agents",
+        default="",
+        help="comma-separated agents to run once after ingest, before the questions",
+    )
+    parser.add_argument(
+        "--age-days", type=float, default=0.0, help="with --agents: age the store this much first"
+    )
     args = parser.parse_args()
     with gzip.open(args.data, "rt", encoding="utf-8") as fh:
         data = json.load(fh)
@@ -164,13 +213,16 @@ def main() -> None:
         key, value = item.split("=", 1)
         section, name = key.split(".", 1)
         settings[f"MNEMONIC_{section.upper()}__{name.upper()}"] = value
-    result = run_daemon(data, settings)
+    agents = [a for a in args.agents.split(",") if a]
+    result = run_daemon(data, settings, agents, args.age_days)
     if args.json:
         print(json.dumps(result, indent=2))
         return
     n = result["table"]["overall"]["n"]
     print(f"LongMemEval dev: {n:.0f} questions; settings: {settings or 'defaults'}")
     print_table(result["table"])
+    if result["phase"]:
+        print(f"\nagents after ingest: {json.dumps(result['phase'])}")
     t = result["timings"]
     print(
         f"\ncold start {t['cold_start_s']:.2f} s, ingest {t['ingest_per_s']:.0f} turns/s,"
