@@ -393,7 +393,7 @@ class MemoryService:
             request.limit,
             request.min_score,
         )
-        found = [s for s in archived.results if "forgotten_at" not in s.memory.metadata]
+        found = [s for s in archived.results if not _withdrawn(s.memory)]
         if not found:
             return outcome
         factor = self._cfg.recall.archived_factor
@@ -409,7 +409,7 @@ class MemoryService:
             )
             for s in found
         ]
-        merged = sorted([*outcome.results, *demoted], key=lambda s: -s.score)[: request.limit]
+        merged = _interleave(outcome.results, demoted)[: request.limit]
         stages = dict(outcome.stages)
         for stage, seconds in archived.stages.items():
             stages[stage] = stages.get(stage, 0.0) + seconds
@@ -473,6 +473,27 @@ class MemoryService:
 
     async def counts(self) -> dict[str, int]:
         return await self._memories.counts()
+
+
+def _withdrawn(memory: Memory) -> bool:
+    """Archived by the user's hand (forget) or an undone merge's gist: the archived
+    fallback never brings these back (their facts live elsewhere or were unwanted)."""
+    return "forgotten_at" in memory.metadata or "unmerged_at" in memory.metadata
+
+
+def _interleave(live: list[Scored], archived: list[Scored]) -> list[Scored]:
+    """Both lists merged by score at each step, each keeping its own order: the live
+    results' diversified order survives, archived ones slot in where they outscore."""
+    out: list[Scored] = []
+    i = j = 0
+    while i < len(live) or j < len(archived):
+        if j == len(archived) or (i < len(live) and live[i].score >= archived[j].score):
+            out.append(live[i])
+            i += 1
+        else:
+            out.append(archived[j])
+            j += 1
+    return out
 
 
 def _same_name(name: str) -> str:

@@ -188,7 +188,9 @@ def heuristic_summary(members: Sequence[MemberText], limit: int) -> str:
     parts = [
         _cut(m.summary, _LINE_CHARS) for m in sorted(chosen, key=lambda m: (m.timestamp, m.seq))
     ]
-    return _cut("; ".join(parts), limit)
+    # a sentence keeps its own full stop; only bare phrases get a separator
+    joined = " ".join(p if p.endswith((".", "!", "?", ";")) else f"{p};" for p in parts)
+    return _cut(joined.rstrip(";"), limit)
 
 
 def describe(project: str, members: Sequence[MemberText], limits: Limits) -> Description:

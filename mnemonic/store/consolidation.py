@@ -494,6 +494,9 @@ def _unmerge(conn: sqlite3.Connection, gist_id: str, stamp: str) -> list[str]:
         (stamp, gist_seq),
     )
     conn.execute(
-        "UPDATE memories SET state = 'archived', updated_at = ? WHERE seq = ?", (stamp, gist_seq)
+        "UPDATE memories SET state = 'archived', updated_at = ?, metadata = CASE"
+        " WHEN json_valid(metadata) THEN json_set(metadata, '$.unmerged_at', ?)"
+        " ELSE metadata END WHERE seq = ?",
+        (stamp, stamp, gist_seq),
     )
     return restored

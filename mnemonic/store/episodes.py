@@ -216,7 +216,9 @@ class SQLiteEpisodes:
         def work(conn: sqlite3.Connection) -> BatchResult:
             mark = _watermark(conn)
             rows = conn.execute(
-                "SELECT m.seq, m.project, m.timestamp FROM memories m WHERE m.seq > ?"
+                "SELECT m.seq, m.project, m.timestamp,"
+                " EXISTS (SELECT 1 FROM memory_merges g WHERE g.gist_seq = m.seq)"
+                " FROM memories m WHERE m.seq > ?"
                 " AND NOT EXISTS (SELECT 1 FROM episode_memories e WHERE e.memory_seq = m.seq)"
                 " ORDER BY m.seq LIMIT ?",
                 (mark, limit),
@@ -224,7 +226,9 @@ class SQLiteEpisodes:
             if not rows:
                 return BatchResult(0, (), 0, 0, False)
             by_project: dict[str, list[Stamp]] = {}
-            for seq, project, stamp in rows:
+            for seq, project, stamp, gist in rows:
+                if gist:  # a consolidation gist is no new work: its sources are members
+                    continue
                 by_project.setdefault(project, []).append(Stamp(from_db(stamp), int(seq)))
             stamp_now = to_db(now)
             touched: dict[str, None] = {}
