@@ -6,12 +6,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import pytest
 from starlette.testclient import TestClient
 from support.api import remember
 
-from mnemonic.encoding.linking import may_merge, numberish
+from mnemonic.encoding.linking import Neighbour, may_merge, numberish, supersessions
+from mnemonic.store.models import Relation
 
 
 @pytest.mark.parametrize(
@@ -86,3 +88,29 @@ def test_two_long_near_identical_writes_do_not_stall_the_daemon(
     assert time.monotonic() - started < 30
     assert result["status"] == "reinforced"  # merged: the duplicate check did run
     assert slowest < 2.0, f"/livez took {slowest:.2f} s while the duplicate was encoded"
+
+
+def test_supersession_is_found_between_statements_but_never_between_commands() -> None:
+    older = Neighbour(
+        7,
+        0.8,
+        "Checkout sessions are stored in MySQL.",
+        (),
+        datetime(2026, 1, 5, tzinfo=UTC),
+        "decision",
+        "api",
+    )
+    newer_text = "Checkout sessions moved from MySQL to Redis."
+    when = datetime(2026, 3, 1, tzinfo=UTC)
+    decided, _ = supersessions(newer_text, "decision", (), when, [older], "api")
+    assert [(d.neighbour.seq, d.incoming) for d in decided] == [(7, False)]
+    assert decided[0].link.relation is Relation.SUPERSEDES
+    # an import dated before its neighbour: the neighbour supersedes it
+    decided, _ = supersessions(
+        newer_text, "decision", (), datetime(2025, 12, 1, tzinfo=UTC), [older], "api"
+    )
+    assert all(d.incoming for d in decided)
+    # shell commands are events: none supersedes another
+    assert supersessions(newer_text, "general", (), when, [older], "terminal") == ([], [])
+    command = Neighbour(8, 0.8, older.content, (), older.timestamp, "general", "terminal")
+    assert supersessions(newer_text, "decision", (), when, [command], "api") == ([], [])

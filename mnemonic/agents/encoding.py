@@ -396,7 +396,13 @@ class EncodingAgent:
         found = await self._memories.get_many(wanted)
         neighbours = [
             Neighbour(
-                s, c, found[s].content, found[s].concepts, found[s].timestamp, found[s].type.value
+                s,
+                c,
+                found[s].content,
+                found[s].concepts,
+                found[s].timestamp,
+                found[s].type.value,
+                found[s].source.value,
             )
             for s, c in hits
             if s in found
@@ -419,6 +425,7 @@ class EncodingAgent:
                 item.concepts,
                 item.timestamp,
                 neighbours,
+                item.source.value,
             )
             links += [found_one.link for found_one in decided]
             if review and self.on_review is not None:

@@ -48,6 +48,7 @@ class Neighbour:
     concepts: tuple[str, ...]
     timestamp: datetime
     type: str = "general"
+    source: str = ""
 
 
 def relation_for(
@@ -115,12 +116,18 @@ class Supersession:
         )
 
 
+_EVENT_SOURCES = frozenset({"terminal"})
+"""A shell command is an event, never a statement of what is current: a later command
+does not replace an earlier one (measured: a ``dbt run`` "superseding" another)."""
+
+
 def supersessions(
     content: str,
     memory_type: str,
     concepts: tuple[str, ...],
     timestamp: datetime,
     neighbours: Sequence[Neighbour],
+    source: str = "",
 ) -> tuple[list[Supersession], list[Supersession]]:
     """(decided, to review): the neighbours this memory supersedes or is superseded by
     (``cognition.supersession.detect``, tuned to miss), and the borderline pairs an LLM
@@ -128,7 +135,11 @@ def supersessions(
     facts = MemoryFacts(content, timestamp, None, memory_type, concepts)
     decided: list[Supersession] = []
     review: list[Supersession] = []
+    if source in _EVENT_SOURCES:
+        return decided, review
     for n in sorted(neighbours, key=lambda n: -n.similarity):
+        if n.source in _EVENT_SOURCES:
+            continue
         other = MemoryFacts(n.content, n.timestamp, None, n.type, n.concepts)
         incoming = ensure_utc(n.timestamp) > ensure_utc(timestamp)
         new, old = (other, facts) if incoming else (facts, other)
