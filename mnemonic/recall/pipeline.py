@@ -289,7 +289,7 @@ class Recaller:
 
         flow = await spread(self._seeds(direct), fetch, self._spread)
         relevance = _relevance(direct, flow, self._cfg.spread_weight)
-        shortlist = sorted(relevance, key=lambda s: -relevance[s])[:keep]
+        shortlist = _shortlist(relevance, keep)
         known = await self._memories.get_many(shortlist)
         states = None if filters.states is None else {s.value for s in filters.states}
 
@@ -299,7 +299,7 @@ class Recaller:
                 return None
             return traits_of(memory)
 
-        found = self._rank(direct, flow, fts_hits, [], keep, traits, known)
+        found = self._rank(direct, flow, fts_hits, [], keep, traits, known, (relevance, shortlist))
         stages.lap("rank")
         return found
 
@@ -328,10 +328,17 @@ class Recaller:
         keep: int,
         traits: Callable[[int], Traits | None],
         known: dict[int, Memory],
+        ranked_already: tuple[dict[int, float], list[int]] | None = None,
     ) -> _Candidates:
+        """Score the ``keep`` most relevant candidates; ``ranked_already`` passes the
+        relevance and shortlist a caller computed (the SQL path reads those memories
+        first), so they are not computed twice."""
         cfg = self._cfg
-        relevance = _relevance(direct, flow, cfg.spread_weight)
-        shortlist = sorted(relevance, key=lambda s: -relevance[s])[:keep]
+        if ranked_already is None:
+            relevance = _relevance(direct, flow, cfg.spread_weight)
+            shortlist = _shortlist(relevance, keep)
+        else:
+            relevance, shortlist = ranked_already
         fts_ranked = [seq for seq, _ in fts_hits]
         fts_rank = {seq: i for i, seq in enumerate(fts_ranked, start=1)}
         vec_rank = {seq: i for i, (seq, _) in enumerate(vector_hits, start=1)}
@@ -359,6 +366,10 @@ class Recaller:
             count=len(relevance),
             known=known,
         )
+
+
+def _shortlist(relevance: Mapping[int, float], keep: int) -> list[int]:
+    return sorted(relevance, key=lambda s: -relevance[s])[:keep]
 
 
 def _relevance(direct: Mapping[int, float], flow: Spread, weight: float) -> dict[int, float]:
