@@ -7,6 +7,11 @@ fake clock would do to a real store, without a test-only clock in the daemon. It
 through SQLite beside the running daemon (WAL; the recall index does not hold these
 columns). ``run_agents`` then runs one cycle of each named agent through the REST API, as
 ``mnemonic run NAME`` does, and returns their summaries.
+
+This is right for one "age, then run" step (what the retrieval benchmarks do). A
+simulation of many days must also move consolidation's decay watermarks and the links'
+``created_at`` (``bench/lifecycle.py`` ``advance_clock``): decay resumes from where the
+previous cycle left each memory, in real time.
 """
 
 from __future__ import annotations

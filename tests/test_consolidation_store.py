@@ -25,7 +25,7 @@ from mnemonic.store.database import Database
 from mnemonic.store.models import NewRaw, Source
 from mnemonic.store.purge import SQLitePurger
 from mnemonic.store.sqlite import SQLiteStore
-from mnemonic.timeutil import utcnow
+from mnemonic.timeutil import to_db, utcnow
 
 T = TypeVar("T")
 
@@ -360,3 +360,63 @@ def test_unmerge_and_history_routes(tmp_path: Path, embedder: OnnxEmbedder) -> N
         assert bad.status_code == 422
 
     _run(path, serve)
+
+
+def test_a_gist_inherits_only_supersessions_that_keep_time_order(
+    tmp_path: Path, embedder: OnnxEmbedder
+) -> None:
+    """A memory that superseded one source supersedes the gist only if it is newer than
+    every source; what a source superseded, the gist supersedes (bench/lifecycle.py found
+    an older handoff superseding a newer gist, and pairs superseding each other)."""
+    path = tmp_path / "m.db"
+    clock = Clock()
+    t0 = clock.now - timedelta(days=30)
+
+    async def scenario(db: Database) -> list[str]:
+        older = await _write(db, embedder, [("alpha", "Lint runs in CI on every push.")], t0)
+        first = await _write(db, embedder, TWINS[:1], t0 + timedelta(days=1))
+        middle = await _write(
+            db,
+            embedder,
+            [("alpha", "The release train leaves on Tuesdays.")],
+            t0 + timedelta(days=2),
+        )
+        second = await _write(db, embedder, TWINS[1:2], t0 + timedelta(days=3))
+        newest = await _write(
+            db,
+            embedder,
+            [("alpha", "Pushing to main now needs a green build.")],
+            t0 + timedelta(days=4),
+        )
+        ids = [*older, *first, *middle, *second, *newest]
+
+        def link(conn: sqlite3.Connection) -> None:
+            seq = {r[0]: r[1] for r in conn.execute("SELECT id, seq FROM memories")}
+            now = to_db(clock.now)
+            for newer, old in ((ids[1], ids[0]), (ids[2], ids[1]), (ids[4], ids[1])):
+                conn.execute(
+                    "INSERT INTO associations (source_seq, target_seq, relation, strength,"
+                    " created_at, updated_at) VALUES (?, ?, 'supersedes', 0.9, ?, ?)",
+                    (seq[newer], seq[old], now, now),
+                )
+
+        await db.run_write(link)
+        first_cycle = await _agent(db, clock, []).run_cycle("manual")
+        assert first_cycle["merged"] == 1
+        return ids
+
+    ids = _run(path, scenario)
+    conn = sqlite3.connect(path)
+    gist = conn.execute("SELECT merged_into FROM memories WHERE id = ?", (ids[1],)).fetchone()[0]
+    seq = {r[0]: r[1] for r in conn.execute("SELECT id, seq FROM memories")}
+    edges = {
+        (a, b)
+        for a, b in conn.execute(
+            "SELECT source_seq, target_seq FROM associations WHERE relation = 'supersedes'"
+        )
+    }
+    conn.close()
+    assert (seq[gist], seq[ids[0]]) in edges  # a source superseded it: so does the gist
+    assert (seq[ids[4]], seq[gist]) in edges  # newer than every source: supersedes the gist
+    assert (seq[ids[2]], seq[gist]) not in edges  # dated between the sources: not inherited
+    assert not any((b, a) in edges for a, b in edges)  # never both ways

@@ -449,15 +449,34 @@ def _copy_links(conn: sqlite3.Connection, seqs: list[int], gist: int, stamp: str
         f" WHERE source_seq IN ({_marks(seqs)}) OR target_seq IN ({_marks(seqs)})",
         [*seqs, *seqs],
     ).fetchall()
+    incoming: list[tuple[int, float]] = []
     for a, b, rel, strength in rows:
         if a in inside and b in inside:
             continue
         if rel == "supersedes":  # directed: newer -> older
-            key = (gist, b, rel) if a in inside else (a, gist, rel)
+            if a not in inside:
+                incoming.append((a, float(strength)))
+                continue
+            key = (gist, b, rel)
         else:
             other = b if a in inside else a
             key = (min(gist, other), max(gist, other), rel)
         best[key] = max(best.get(key, 0.0), float(strength))
+    # A memory that superseded one source supersedes the gist only if it is newer than
+    # every source (the gist carries the newest one's date); else the gist, holding a
+    # later fact too, would rank below something older, or two memories would each
+    # supersede the other (measured in bench/lifecycle.py).
+    if incoming:
+        stamps = dict(
+            conn.execute(
+                f"SELECT seq, timestamp FROM memories WHERE seq IN ({_marks(incoming) + ', ?'})",
+                [a for a, _ in incoming] + [gist],
+            ).fetchall()
+        )
+        for a, strength in incoming:
+            if stamps.get(a, "") > stamps[gist] and (gist, a, "supersedes") not in best:
+                key = (a, gist, "supersedes")
+                best[key] = max(best.get(key, 0.0), strength)
     conn.executemany(
         "INSERT INTO associations (source_seq, target_seq, relation, strength, created_at,"
         " updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET"
