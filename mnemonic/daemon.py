@@ -183,6 +183,9 @@ class _OneShot:
         return {"progress": self._detail()}
 
 
+_VECTORS_MODEL = "vectors_model"  # every stored vector is this model's (set by re-embedding)
+
+
 def _log_index_failure(task: asyncio.Task[None]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.error("building the recall index failed", exc_info=task.exception())
@@ -382,11 +385,11 @@ class Daemon:
                     "heap-trim", self.cfg.agents.heap_trim_interval_s, _trim_heap, self.clock
                 )
             )
-        if model_changed or await self.store.count_stale_vectors(self.embedder.name):
+        if model_changed or await self._vectors_unchecked():
             agents.append(
                 _OneShot(
                     "reembed",
-                    lambda: reembed(self.store, self.embedder, self.reembed_progress),
+                    self._reembed,
                     lambda: {
                         "done": self.reembed_progress.done,
                         "total": self.reembed_progress.total,
@@ -403,6 +406,22 @@ class Daemon:
             len(self.index.vectors),
             self.index.vectors.kind,
         )
+
+    async def _vectors_unchecked(self) -> bool:
+        """Whether every stored vector may not be the current model's. Counting stale
+        vectors scans every vector row (9.7 s at a million memories, and start-up waited
+        for it), yet vectors only go stale when the model changes or a re-embedding was
+        cut short; so a finished run records the model (``vectors_model``) and later
+        starts skip the scan. Where nothing is recorded yet, the re-embed job counts in
+        the background, after start."""
+        try:
+            return await self.store.get_meta(_VECTORS_MODEL) != self.embedder.name
+        except StorageUnavailable:
+            return False
+
+    async def _reembed(self) -> None:
+        await reembed(self.store, self.embedder, self.reembed_progress)
+        await self.store.set_meta(_VECTORS_MODEL, self.embedder.name)
 
     async def _cycle_agents(self) -> list[ScheduledAgent]:
         """The thinking half's agents, each a bounded cycle on a schedule and on demand

@@ -145,3 +145,28 @@ def test_model_change_reembeds_in_background_and_health_says_so(
     assert models == [("openai:hash-embed", 24)]
     assert meta["embedding_model"] == "openai:hash-embed"
     assert meta["embedding_dim"] == "24"
+
+
+def test_the_stale_vector_scan_runs_once_not_at_every_start(
+    paths: Paths, embedder: OnnxEmbedder
+) -> None:
+    """Counting stale vectors reads every vector row (9.7 s at a million memories, and
+    start-up waited for it). After one finished check the model is recorded and later
+    starts skip it; a model change still re-embeds (test above)."""
+
+    def agents(health: dict[str, object]) -> list[str]:
+        return [a["name"] for a in health["agents"]]  # type: ignore[index, union-attr]
+
+    async def run(expect_check: bool) -> None:
+        daemon = Daemon(load_config(None), paths, "t", embedder=embedder)
+        await daemon.start()
+        assert ("reembed" in agents(await daemon.health())) is expect_check
+        deadline = time.monotonic() + 30
+        while await daemon.store.get_meta("vectors_model") != embedder.name:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        await daemon.service.remember_batch([RememberInput(n) for n in NOTES], wait=True)
+        await daemon.stop()
+
+    asyncio.run(run(expect_check=True))
+    asyncio.run(run(expect_check=False))
