@@ -74,6 +74,7 @@ from mnemonic.store.exclusions import SQLiteExclusions
 from mnemonic.store.files import SQLiteFiles
 from mnemonic.store.llm_usage import SQLiteLlmUsage
 from mnemonic.store.purge import SQLitePurger
+from mnemonic.store.recovery import mark_clean
 from mnemonic.store.repair import repair_non_finite_metadata
 from mnemonic.store.sqlite import SQLiteStore
 from mnemonic.store.supersessions import SQLiteSupersessions
@@ -541,6 +542,8 @@ class Daemon:
         self.recaller.close()
         await self.completer.aclose()
         await self.db.close()
+        if self.db.closed_cleanly:
+            await asyncio.to_thread(mark_clean, self.paths.database)
 
     def degraded_reasons(self, counts: dict[str, int]) -> list[str]:
         reasons = list(self.notices)

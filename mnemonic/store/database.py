@@ -174,6 +174,7 @@ class Database:
         self._stale: set[aiosqlite.Connection] = set()  # replaced readers still in use
         self._closing: set[asyncio.Future[None]] = set()
         self._read_only = False  # readers opened immutable: a recovery reopens them too
+        self.closed_cleanly = False  # set by ``close``
         self._feed: ChangeFeed | None = None
         self.schema_version = 0
 
@@ -280,13 +281,17 @@ class Database:
                 log.debug("closing the failed writer: %s", exc)
 
     async def close(self) -> None:
-        """Checkpoint the WAL into the main file, then close every connection."""
+        """Checkpoint the WAL into the main file, then close every connection.
+        ``closed_cleanly`` says whether the checkpoint went through and every connection
+        closed (the next start may then skip the page-by-page check, ``recovery.py``)."""
+        clean = self._writer is not None and not self._read_only
         if self._writer is not None:
             async with self._write_lock:
                 try:
                     await self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 except sqlite3.Error as exc:  # full or read-only: the WAL stays, still valid
                     log.warning("could not checkpoint the WAL at close: %s", exc)
+                    clean = False
                 await self._writer.close()
             self._writer = None
         for reader in self._all_readers:
@@ -294,6 +299,7 @@ class Database:
         self._all_readers.clear()
         if self._closing:
             await asyncio.gather(*self._closing, return_exceptions=True)
+        self.closed_cleanly = clean
 
     async def run_write(
         self, fn: Callable[[sqlite3.Connection], T], *, bookkeeping: bool = False
