@@ -15,6 +15,7 @@ import sqlite3
 import stat
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from starlette.testclient import TestClient
 from support.index_check import assert_index_matches_database
 
 from mnemonic.config import StorageConfig
+from mnemonic.index.builder import BuildStopped, read_everything
 from mnemonic.index.fulltext import term_key
 from mnemonic.index.snapshot import (
     META,
@@ -513,3 +515,24 @@ def test_term_keys_are_the_same_in_every_process() -> None:
         )
         assert json.loads(out.stdout) == [term_key(w) for w in words]
     assert all(-(2**63) <= term_key(w) < 2**63 for w in words)
+
+
+def test_a_build_stops_between_chunks_when_asked(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    """A build of a million memories takes minutes and holds a reader: a daemon told to
+    stop sets the event and the build gives up at its next chunk, so the store can close."""
+    client = make_client()
+    _fill(client, [f"note {i} about the build stopping at chunk {i % 7}" for i in range(40)])
+    _stop(client)
+    conn = sqlite3.connect(paths.database, isolation_level=None)
+    try:
+        full = read_everything(conn, "all-MiniLM-L6-v2-int8", 384, 1000, chunk=8)
+        assert len(full.columns) == 40
+        stop = threading.Event()
+        stop.set()
+        with pytest.raises(BuildStopped):
+            read_everything(conn, "all-MiniLM-L6-v2-int8", 384, 1000, chunk=8, stop=stop)
+        assert not conn.in_transaction  # the read snapshot was released
+    finally:
+        conn.close()

@@ -8,8 +8,10 @@ into four preallocated arrays, columns a chunk at a time, texts analysed row by 
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -29,33 +31,58 @@ class Built:
     graph: AssociationGraph
 
 
+class BuildStopped(Exception):
+    """The daemon is stopping: a build gives up between two chunks."""
+
+
+def _batches(
+    cursor: sqlite3.Cursor, size: int, stop: threading.Event | None
+) -> Iterator[list[Any]]:
+    """``fetchmany`` batches until the rows run out, or ``stop`` is set: a build of a
+    million memories takes minutes, and the store cannot close while it reads."""
+    while rows := cursor.fetchmany(size):
+        if stop is not None and stop.is_set():
+            raise BuildStopped
+        yield rows
+
+
 def read_everything(
-    conn: sqlite3.Connection, model: str, dim: int, exact_max: int, chunk: int = CHUNK
+    conn: sqlite3.Connection,
+    model: str,
+    dim: int,
+    exact_max: int,
+    chunk: int = CHUNK,
+    stop: threading.Event | None = None,
 ) -> Built:
     """The four parts of the index as of one read transaction (``chunk`` rows a fetch)."""
     conn.execute("BEGIN")  # one snapshot: later commits reach the index as deltas
     try:
-        columns = _columns(conn, chunk)
-        vectors = _vectors(conn, model, dim, exact_max, chunk)
-        graph = _graph(conn, chunk)
-        fulltext = FullTextIndex.build(_documents(conn, chunk))
+        columns = _columns(conn, chunk, stop)
+        vectors = _vectors(conn, model, dim, exact_max, chunk, stop)
+        graph = _graph(conn, chunk, stop)
+        fulltext = FullTextIndex.build(_documents(conn, chunk, stop))
     finally:
         conn.execute("COMMIT")
     return Built(columns=columns, fulltext=fulltext, vectors=vectors, graph=graph)
 
 
-def _columns(conn: sqlite3.Connection, chunk: int) -> MemoryColumns:
+def _columns(conn: sqlite3.Connection, chunk: int, stop: threading.Event | None) -> MemoryColumns:
     (top,) = conn.execute("SELECT coalesce(max(seq), 0) FROM memories").fetchone()
     columns = MemoryColumns(capacity=int(top) + 1)
     cursor = conn.execute(f"SELECT {COLUMN_SQL} FROM memories")
-    while rows := cursor.fetchmany(chunk):
+    for rows in _batches(cursor, chunk, stop):
         batch: list[ColumnRow] = [tuple(r) for r in rows]
         columns.upsert(batch)
     return columns
 
 
 def _vectors(
-    conn: sqlite3.Connection, model: str, dim: int, exact_max: int, chunk: int
+    conn: sqlite3.Connection,
+    model: str,
+    dim: int,
+    exact_max: int,
+    chunk: int,
+    stop: threading.Event | None,
 ) -> AdaptiveVectors:
     """Exact: one preallocated matrix. Past ``exact_max``: straight into the HNSW index a
     chunk at a time, so a million float32 vectors (1.5 GB) are never in memory at once."""
@@ -70,7 +97,7 @@ def _vectors(
         from mnemonic.index.hnsw import HnswVectors  # usearch only at scale
 
         hnsw = HnswVectors(dim)
-        while rows := cursor.fetchmany(max(chunk, 1024)):
+        for rows in _batches(cursor, max(chunk, 1024), stop):
             seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             block = np.vstack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
             hnsw.set(seqs, block)
@@ -90,7 +117,7 @@ def _vectors(
         "SELECT seq, vector FROM memory_vectors WHERE model = ? AND dim = ? ORDER BY seq",
         (model, dim),
     )
-    while rows := cursor.fetchmany(chunk):
+    for rows in _batches(cursor, chunk, stop):
         for seq, blob in rows:
             if filled == count:  # cannot happen inside one snapshot; guard anyway
                 break
@@ -101,7 +128,7 @@ def _vectors(
     return vectors
 
 
-def _graph(conn: sqlite3.Connection, chunk: int) -> AssociationGraph:
+def _graph(conn: sqlite3.Connection, chunk: int, stop: threading.Event | None) -> AssociationGraph:
     (count,) = conn.execute("SELECT count(*) FROM associations").fetchone()
     source = np.empty(count, dtype=np.int64)
     target = np.empty(count, dtype=np.int64)
@@ -109,9 +136,9 @@ def _graph(conn: sqlite3.Connection, chunk: int) -> AssociationGraph:
     strength = np.empty(count, dtype=np.float32)
     filled = 0
     cursor = conn.execute("SELECT source_seq, target_seq, relation, strength FROM associations")
-    while rows := cursor.fetchmany(chunk):
-        n = min(len(rows), count - filled)
-        rows = rows[:n]
+    for batch in _batches(cursor, chunk, stop):
+        n = min(len(batch), count - filled)
+        rows = batch[:n]
         end = filled + n
         source[filled:end] = [r[0] for r in rows]
         target[filled:end] = [r[1] for r in rows]
@@ -123,7 +150,9 @@ def _graph(conn: sqlite3.Connection, chunk: int) -> AssociationGraph:
     )
 
 
-def _documents(conn: sqlite3.Connection, chunk: int) -> Iterator[list[tuple[int, Analyzed]]]:
+def _documents(
+    conn: sqlite3.Connection, chunk: int, stop: threading.Event | None
+) -> Iterator[list[tuple[int, Analyzed]]]:
     cursor = conn.execute("SELECT rowid, content, summary, concepts, when_text FROM memories_fts")
-    while rows := cursor.fetchmany(chunk):
+    for rows in _batches(cursor, chunk, stop):
         yield [(int(seq), analyze(c, s, k, w)) for seq, c, s, k, w in rows]

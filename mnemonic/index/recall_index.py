@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -253,9 +254,16 @@ class RecallIndex:
             built = None if snapshot is None else await self._load_snapshot(read, snapshot)
             self.built_from = "sqlite" if built is None else "snapshot"
             if built is None:
-                built = await read(
-                    lambda conn: read_everything(conn, self.model, self.dim, self._vector_exact_max)
-                )
+                stop = threading.Event()
+                try:
+                    built = await read(
+                        lambda conn: read_everything(
+                            conn, self.model, self.dim, self._vector_exact_max, stop=stop
+                        )
+                    )
+                except asyncio.CancelledError:
+                    stop.set()  # the reading thread gives up at its next chunk
+                    raise
             # the graph keeps no direction; the few directed supersessions are read apart
             # (replayed changes after this read are idempotent on it)
             supersessions = Supersessions(await read(read_supersessions))
