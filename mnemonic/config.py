@@ -441,6 +441,12 @@ class ConsolidationConfig(_Section):
         250_000, ge=1, description="Most rows (memories and links) one cycle writes."
     )
     max_seconds: float = Field(120.0, gt=0, description="Longest a cycle may run.")
+    decay_min_interval_s: float = Field(
+        3600.0,
+        ge=0,
+        description="A cycle decays only when the last full decay pass is at least this old"
+        " (decay over the whole elapsed time then; nothing is lost by waiting).",
+    )
     write_batch: int = Field(
         2000, ge=1, le=100_000, description="Rows per write transaction (short locks)."
     )

@@ -200,6 +200,13 @@ class ConsolidationAgent:
     ) -> None:
         at = now.timestamp()
         wm = Watermarks.from_json(await self._store.get_meta(DECAY_META))
+        if wm.cursor == 0 and min(wm.times) > at - self._cfg.decay_min_interval_s:
+            # every memory decayed less than the interval ago: a pass now would rewrite
+            # ~every row for a negligible change (94,550 rows 18 s after a pass at 100k,
+            # doubling /query p95 meanwhile); skipping loses nothing, the next pass
+            # decays over the whole elapsed time
+            counts["decay_skipped"] = 1
+            return
         lo = wm.cursor
         while not budget.out():
             rows, access = await self._store.decay_chunk(lo, CHUNK)
@@ -419,6 +426,7 @@ class ConsolidationAgent:
 
 _COUNT_KEYS = (
     "decayed",
+    "decay_skipped",
     "fading",
     "archived",
     "revived",
