@@ -447,6 +447,19 @@ class ConsolidationConfig(_Section):
         description="A cycle decays only when the last full decay pass is at least this old"
         " (decay over the whole elapsed time then; nothing is lost by waiting).",
     )
+    prune_min_interval_s: float = Field(
+        86400.0,
+        ge=0,
+        description="Walk every link for weak, unused ones at most this often (a walk reads"
+        " every link).",
+    )
+    pace: float = Field(
+        1.0,
+        ge=0,
+        le=20,
+        description="After each chunk of work a cycle rests this many times as long as the"
+        " chunk took, so queries keep the cores (0: no rest).",
+    )
     write_batch: int = Field(
         2000, ge=1, le=100_000, description="Rows per write transaction (short locks)."
     )

@@ -440,7 +440,11 @@ def test_a_cycle_soon_after_a_full_pass_does_not_decay_again(
         clock.now += timedelta(minutes=5)
         soon = await agent.run_cycle("manual")
         assert soon["decayed"] == 0 and soon["decay_skipped"] == 1
+        assert soon["prune_skipped"] == 1  # the link walk waits a day
         clock.now += timedelta(hours=2)
-        assert (await agent.run_cycle("manual"))["decayed"] == 5
+        later = await agent.run_cycle("manual")
+        assert later["decayed"] == 5 and later["prune_skipped"] == 1
+        clock.now += timedelta(days=1)
+        assert (await agent.run_cycle("manual"))["prune_skipped"] == 0
 
     _run(path, scenario)

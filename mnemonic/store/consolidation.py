@@ -37,6 +37,7 @@ from mnemonic.timeutil import from_db, to_db
 
 DECAY_META = "consolidation.decay_watermarks"
 MERGE_META = "consolidation.merge_seq"
+PRUNE_META = "consolidation.pruned_at"  # epoch seconds of the last full walk of the links
 _EPOCH = "(julianday({col}) - 2440587.5) * 86400.0"
 
 
