@@ -192,6 +192,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--limit", type=int, default=0, help="first N questions only")
     parser.add_argument(
+        "--type", default="", help="only questions of this question_type (e.g. knowledge-update)"
+    )
+    parser.add_argument(
         "--set", action="append", default=[], help="section.key=value config override"
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -206,6 +209,8 @@ def main() -> None:
     args = parser.parse_args()
     with gzip.open(args.data, "rt", encoding="utf-8") as fh:
         data = json.load(fh)
+    if args.type:
+        data = [q for q in data if q["question_type"] == args.type]
     if args.limit:
         data = data[: args.limit]
     settings = {}
