@@ -448,3 +448,27 @@ def test_a_cycle_soon_after_a_full_pass_does_not_decay_again(
         assert (await agent.run_cycle("manual"))["prune_skipped"] == 0
 
     _run(path, scenario)
+
+
+def test_purging_a_source_also_purges_the_gist_that_quotes_it(
+    tmp_path: Path, embedder: OnnxEmbedder
+) -> None:
+    """A gist keeps every sentence of its sources verbatim: a purge of one source that
+    left the gist would leave the text the user asked to remove."""
+    path = tmp_path / "m.db"
+    clock = Clock()
+
+    async def scenario(db: Database) -> None:
+        ids = await _write(db, embedder, [*TWINS[:2], OTHER[1]], clock.now)
+        await _agent(db, clock, []).run_cycle("manual")
+        purged = await SQLitePurger(db).purge("id", [ids[0]])
+        assert purged.counts.memories == 3  # the source, its gist, the gist's other source
+        conn = sqlite3.connect(path)
+        left = [r[0] for r in conn.execute("SELECT content FROM memories")]
+        hits = conn.execute(
+            "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'pushing'"
+        ).fetchone()[0]
+        conn.close()
+        assert left == [OTHER[1][1]] and hits == 0
+
+    _run(path, scenario)

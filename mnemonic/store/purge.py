@@ -6,7 +6,9 @@ keep their sources. A purge removes a memory and every copy of its text in one
 
 * the ``memories`` row, its ``memories_fts`` row and its ``memory_vectors`` row;
 * memories merged into it (``merged_into``): a near-duplicate holds the same text, so a
-  purge that left them would not remove what the caller asked to remove;
+  purge that left them would not remove what the caller asked to remove; and the
+  consolidation gist a purged memory was merged into, which keeps every sentence of its
+  sources verbatim (its other sources are merged into it, so they follow);
 * every ``raw_memories`` row behind them: the raw observation of each, and the raw rows of
   exact duplicates that reinforced it (``raw_memories.memory_id``); for a project purge,
   every raw row of the project;
@@ -239,8 +241,10 @@ def _select(
     project: str | None,
 ) -> None:
     """Fill ``temp.purge_seqs``/``purge_ids`` with the selection and, transitively, the
-    memories merged into it."""
+    memories merged into it and the consolidation gists built from it (whose other
+    sources, merged into the gist, follow: near-duplicates of the purged text)."""
     _temp(conn)
+    gists = _has_table(conn, "memory_merges")
     conn.executemany(
         "INSERT OR IGNORE INTO temp.purge_seqs (seq) SELECT seq FROM memories WHERE id = ?",
         [(i,) for i in memory_ids],
@@ -265,6 +269,12 @@ def _select(
             " WHERE merged_into IN (SELECT id FROM temp.purge_ids)"
             " AND seq NOT IN (SELECT seq FROM temp.purge_seqs)"
         ).rowcount
+        if gists:  # a consolidation gist holds every sentence of its sources verbatim
+            added += conn.execute(
+                "INSERT OR IGNORE INTO temp.purge_seqs (seq) SELECT gist_seq FROM memory_merges"
+                " WHERE source_seq IN (SELECT seq FROM temp.purge_seqs) AND unmerged_at IS NULL"
+                " AND gist_seq NOT IN (SELECT seq FROM temp.purge_seqs)"
+            ).rowcount
         if added <= 0:
             return
 
