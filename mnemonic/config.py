@@ -386,7 +386,7 @@ class ConsolidationConfig(_Section):
     half_life_days: dict[str, float] = Field(
         default_factory=lambda: dict(DEFAULT_HALF_LIVES),
         description="Days for salience (above the floor) to halve, per memory type; "
-        "0: that type never decays.",
+        "0: that type never decays; a type left out keeps its default.",
     )
     salience_floor: float = Field(
         0.05, ge=0, le=0.5, description="Decay never takes salience below this."
@@ -488,7 +488,7 @@ class ConsolidationConfig(_Section):
             raise ValueError(f"unknown memory types {unknown}; known: {sorted(DEFAULT_HALF_LIVES)}")
         if any(v < 0 for v in value.values()):
             raise ValueError("half-lives must be >= 0")
-        return {**DEFAULT_HALF_LIVES, **value}
+        return value  # types left out keep their default (merged where it is used)
 
 
 class EpisodesConfig(_Section):

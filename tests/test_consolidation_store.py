@@ -312,15 +312,15 @@ def test_a_cycle_stops_at_its_budget_and_resumes(tmp_path: Path, embedder: OnnxE
 
 
 def test_unmerge_and_history_routes(tmp_path: Path, embedder: OnnxEmbedder) -> None:
-    """The REST face over the real store: 200 with the restored ids, 409 twice or for a
+    """The REST face over the real store: 200 with the restored ids, 422 twice or for a
     non-gist, 404 for an unknown id, 422 for a bad limit; history newest first."""
     from starlette.applications import Starlette
     from starlette.testclient import TestClient
 
-    from mnemonic.api.app import _bad_request, _not_found
+    from mnemonic.api.app import _bad_request, _invalid, _not_found
     from mnemonic.api.consolidation_routes import build_consolidation_routes
     from mnemonic.api.routes import BadRequest
-    from mnemonic.errors import NotFoundError
+    from mnemonic.errors import InvalidInputError, NotFoundError
 
     path = tmp_path / "m.db"
     clock = Clock()
@@ -339,7 +339,11 @@ def test_unmerge_and_history_routes(tmp_path: Path, embedder: OnnxEmbedder) -> N
     async def serve(db: Database) -> None:
         app = Starlette(
             routes=build_consolidation_routes(SQLiteConsolidation(db), clock),
-            exception_handlers={NotFoundError: _not_found, BadRequest: _bad_request},
+            exception_handlers={
+                NotFoundError: _not_found,
+                BadRequest: _bad_request,
+                InvalidInputError: _invalid,
+            },
         )
         # TestClient runs the app in its own loop thread; the Database is bound to this
         # one, so the calls go through asyncio.to_thread
@@ -353,7 +357,7 @@ def test_unmerge_and_history_routes(tmp_path: Path, embedder: OnnxEmbedder) -> N
         assert ok.status_code == 200, ok.text
         assert sorted(ok.json()["restored"]) == sorted(ids)
         assert ok.json()["gist_state"] == "archived"
-        assert again.status_code == 409 and source.status_code == 409
+        assert again.status_code == 422 and source.status_code == 422
         assert missing.status_code == 404
         assert hist.status_code == 200
         assert [c["trigger"] for c in hist.json()["items"]] == ["startup"]

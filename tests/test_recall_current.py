@@ -132,8 +132,12 @@ def test_reversing_a_supersession_replaces_the_edge(client: TestClient) -> None:
 def test_bad_supersessions_are_client_errors(client: TestClient) -> None:
     old, _ = _two(client)
     missing = client.post(f"/api/v1/memories/{old}/supersedes", json={"older_id": "nope"})
-    assert missing.status_code == 404
-    assert "nope" in missing.json()["error"]
+    assert missing.status_code == 422  # the path's memory exists; the body names nothing
+    assert missing.json()["details"][0]["field"] == "older_id"
+    unknown = client.post("/api/v1/memories/nope/supersedes", json={"older_id": old})
+    assert unknown.status_code == 404 and "nope" in unknown.json()["error"]
+    assert client.delete(f"/api/v1/memories/{old}/supersedes/nope").status_code == 422
+    assert client.delete(f"/api/v1/memories/{old}/supersedes/{old}").status_code == 422
     itself = client.post(f"/api/v1/memories/{old}/supersedes", json={"older_id": old})
     assert itself.status_code == 422
     extra = client.post(f"/api/v1/memories/{old}/supersedes", json={"older_id": "x", "y": 1})

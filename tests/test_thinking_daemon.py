@@ -530,7 +530,7 @@ def test_consolidation_merges_near_duplicates_reversibly_and_idempotently(
     assert undone.status_code == 200, undone.text
     assert sorted(undone.json()["restored"]) == sorted([m.a, m.b])
     assert undone.json()["gist_state"] == "archived"
-    assert client.post(f"/api/v1/memories/{m.gist}/unmerge").status_code == 409
+    assert client.post(f"/api/v1/memories/{m.gist}/unmerge").status_code == 422
     for memory_id in (m.a, m.b):
         restored = _memory(client, memory_id)
         assert restored["state"] == "active" and restored["merged_into"] is None

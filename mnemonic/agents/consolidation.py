@@ -46,7 +46,7 @@ from mnemonic.cognition.merging import (
     gist_request,
     plan_gist,
 )
-from mnemonic.config import ConsolidationConfig
+from mnemonic.config import DEFAULT_HALF_LIVES, ConsolidationConfig
 from mnemonic.encoding.heuristic import encode
 from mnemonic.encoding.text import content_hash
 from mnemonic.events.types import (
@@ -98,7 +98,7 @@ class _Budget:
 
 def decay_params(cfg: ConsolidationConfig) -> DecayParams:
     return DecayParams(
-        half_life_days=dict(cfg.half_life_days),
+        half_life_days={**DEFAULT_HALF_LIVES, **cfg.half_life_days},
         salience_floor=cfg.salience_floor,
         grace_days=cfg.grace_days,
         utility_exponent=cfg.utility_exponent,

@@ -2,7 +2,7 @@
 
 * ``POST /api/v1/memories/{memory_id}/unmerge``: undo the merge behind a gist (its sources
   return to the states they had, the gist is archived, nothing is deleted). 404 for an
-  unknown id, 409 when the memory is no gist or its merge was already undone;
+  unknown id, 422 when the memory is no gist or its merge was already undone;
 * ``GET /api/v1/consolidation/history``: the latest cycles, newest first.
 
 The answer models live here beside the routes; ``openapi.py`` documents them.
@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mnemonic.api.browse_routes import query_params
+from mnemonic.errors import InvalidInputError
 from mnemonic.store.consolidation import NotAGist
 
 
@@ -65,8 +66,8 @@ def build_consolidation_routes(store: Consolidations, clock: Callable[[], dateti
         gist_id = request.path_params["memory_id"]
         try:
             restored = await store.unmerge(gist_id, clock())
-        except NotAGist as exc:
-            return JSONResponse({"error": str(exc), "status": 409}, status_code=409)
+        except NotAGist as exc:  # the id names a memory, but not one this can apply to
+            raise InvalidInputError("memory_id", str(exc)) from None
         return JSONResponse({"gist_id": gist_id, "restored": restored, "gist_state": "archived"})
 
     async def history(request: Request) -> Response:

@@ -250,9 +250,9 @@ ROUTE_DOCS: tuple[RouteDoc, ...] = (
         _MEMORY + "/unmerge",
         "Undo a consolidation merge: sources back to their states, the gist archived",
         Unmerged,
-        errors=(409,),
+        errors=(422,),
         tags=("memories",),
-        description="409 when the memory is no gist, its merge was already undone, or it "
+        description="422 when the memory is no gist, its merge was already undone, or it "
         "is itself merged into a later gist.",
     ),
     RouteDoc(
@@ -451,8 +451,9 @@ ROUTE_DOCS: tuple[RouteDoc, ...] = (
                 "Answer when the cycle ends (200) or at once (202).",
             ),
         ),
-        errors=(404, 409),
-        description="409 while a cycle of that agent is under way (cycles never overlap).",
+        errors=(404, 409, 422),
+        description="409 while a cycle of that agent is under way (cycles never overlap); "
+        "422 for a `wait` that is not a boolean.",
         tags=("agents",),
     ),
     RouteDoc(
@@ -472,7 +473,8 @@ ROUTE_DOCS: tuple[RouteDoc, ...] = (
         body=SupersedeBody,
         errors=(404,),
         description="Both stay stored; recall ranks the older one below this one. 201 when "
-        "new, 200 when it already was so.",
+        "new, 200 when it already was so. 404 when this memory is unknown; 422 when the "
+        "older one is, or is this one.",
         tags=("memories",),
     ),
     RouteDoc(
@@ -480,7 +482,9 @@ ROUTE_DOCS: tuple[RouteDoc, ...] = (
         _MEMORY + "/supersedes/{older_id}",
         "Take a supersession back",
         SupersedeAnswer,
-        errors=(404,),
+        errors=(404, 422),
+        description="404 when this memory or the supersession is unknown; 422 when the "
+        "older memory is unknown or is this one.",
         tags=("memories",),
     ),
     RouteDoc(

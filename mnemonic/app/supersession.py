@@ -22,7 +22,7 @@ class SupersessionService:
         try:
             created = await self._store.add(newer_id, older_id)
         except UnknownMemory as exc:
-            raise NotFoundError("memory", exc.memory_id) from None
+            raise _unknown(exc, older_id) from None
         if created:
             self._publish(
                 AssociationCreated(
@@ -36,13 +36,21 @@ class SupersessionService:
         try:
             return await self._store.remove(newer_id, older_id)
         except UnknownMemory as exc:
-            raise NotFoundError("memory", exc.memory_id) from None
+            raise _unknown(exc, older_id) from None
 
     async def chain(self, memory_id: str) -> Chain:
         try:
             return await self._store.chain(memory_id)
         except UnknownMemory as exc:
             raise NotFoundError("memory", exc.memory_id) from None
+
+
+def _unknown(exc: UnknownMemory, older_id: str) -> Exception:
+    """The memory in the path names nothing: 404. The older one (from the body) names
+    nothing: the request is invalid (422), the resource it addressed exists."""
+    if exc.memory_id == older_id:
+        return InvalidInputError("older_id", f"no memory {older_id!r}")
+    return NotFoundError("memory", exc.memory_id)
 
 
 def _distinct(newer_id: str, older_id: str) -> None:
