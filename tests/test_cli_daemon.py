@@ -20,6 +20,16 @@ import pytest
 from support.cli import Run, cli
 from support.daemon_proc import TOKEN, DaemonProc, free_port, running
 
+# `python -m mnemonic` with Ctrl-C restored: a suite started in the background
+# (`make test &`) runs with SIGINT ignored, children inherit that, and Python then never
+# raises KeyboardInterrupt; these tests send SIGINT on purpose.
+WITH_CTRL_C = [
+    sys.executable,
+    "-c",
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler);"
+    " sys.argv[0] = 'mnemonic'; runpy.run_module('mnemonic', run_name='__main__')",
+]
+
 
 def _env(daemon: DaemonProc) -> dict[str, str]:
     """What a client of ``daemon`` needs; the rest of this environment is kept, so the
@@ -81,7 +91,7 @@ class Watch:
 
     def __init__(self, env: dict[str, str], *args: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mnemonic", "watch", *args],
+            [*WITH_CTRL_C, "watch", *args],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

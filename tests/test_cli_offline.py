@@ -25,6 +25,17 @@ TOKEN = "offline-test-token"
 BIN = str(Path(sys.executable).parent)
 
 
+# `python -m mnemonic` with Ctrl-C restored: a suite started in the background
+# (`make test &`) runs with SIGINT ignored, children inherit that, and Python then never
+# raises KeyboardInterrupt; these tests send SIGINT on purpose.
+WITH_CTRL_C = [
+    sys.executable,
+    "-c",
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler);"
+    " sys.argv[0] = 'mnemonic'; runpy.run_module('mnemonic', run_name='__main__')",
+]
+
+
 def _env(home: Path, port: int, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith("MNEMONIC_")}
     env.update(
@@ -384,7 +395,7 @@ def test_watch_ctrl_c_exits_0(tmp_path: Path) -> None:
     stream = ScriptedStream([json.dumps(EVENT)])
     with stream.running():
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mnemonic", "watch"],
+            [*WITH_CTRL_C, "watch"],
             env=_env(tmp_path, stream.port),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
