@@ -196,3 +196,20 @@ def test_rest_lists_agents_and_refuses_unknown_names(client: Any) -> None:
     bad = client.post("/api/v1/agents/no-such-agent/run?wait=maybe")
     assert bad.status_code == 422
     assert bad.json()["details"][0]["field"] == "query.wait"
+
+
+def test_the_cli_prints_what_a_cycle_did_not_its_zeros() -> None:
+    from mnemonic.cli.agents import summary_text
+
+    summary = {
+        "trigger": "manual",
+        "decayed": 0,
+        "merged": 2,
+        "budget_exhausted": False,
+        "backlog": True,
+        "took_ms": 4.1,
+        "nested": {"x": 1},
+        "mode": "heuristic",
+    }
+    assert summary_text(summary) == "merged 2, backlog, mode heuristic"
+    assert summary_text({"trigger": "manual", "decayed": 0}) == "nothing to do"

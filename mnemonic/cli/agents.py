@@ -35,13 +35,18 @@ def _schedule(schedule: dict[str, Any] | None) -> str:
 
 
 def summary_text(summary: dict[str, Any] | None) -> str:
-    """``key value`` pairs of a cycle summary, nested values left out (see ``--json``)."""
+    """``key value`` pairs of a cycle summary that say something: zeros, false flags,
+    timings and nested values are left out (``--json`` has them all)."""
     parts = [
-        f"{k} {v}"
+        f"{k}" if v is True else f"{k} {v}"
         for k, v in (summary or {}).items()
-        if (isinstance(v, int | float | str | bool) and not isinstance(v, bool)) or v is True
+        if k not in _QUIET_KEYS
+        and (v is True or (isinstance(v, int | float | str) and not isinstance(v, bool) and v))
     ]
-    return ", ".join(parts) or "nothing to report"
+    return ", ".join(parts) or "nothing to do"
+
+
+_QUIET_KEYS = frozenset({"trigger", "took_ms"})
 
 
 def agent_lines(items: list[dict[str, Any]]) -> list[str]:
