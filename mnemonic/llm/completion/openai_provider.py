@@ -15,11 +15,10 @@ from mnemonic.llm.completion.provider import (
     ModelInfo,
     ProviderAnswer,
     ProviderError,
-    error_detail,
     kind_for_status,
     parse_retry_after,
-    redact_url,
 )
+from mnemonic.llm.http_errors import error_detail, redact_url
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

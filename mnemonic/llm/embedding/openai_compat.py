@@ -6,16 +6,15 @@ covers every local model server (and hosted APIs) without extra dependencies.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
 from mnemonic.llm.embedding.base import EmbeddingError, Vectors
+from mnemonic.llm.http_errors import error_detail, redact_url
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -60,7 +59,7 @@ class OpenAICompatibleEmbedder:
         self._dim = dim
         self._batch_size = batch_size
         self._api_key = api_key
-        self._where = _redact_url(base_url)
+        self._where = redact_url(base_url)
         self._lock = threading.Lock()
         self._client = _make_client(base_url, api_key, timeout, max_retries)
 
@@ -132,7 +131,7 @@ class OpenAICompatibleEmbedder:
 
     def _status_message(self, exc: Any) -> str:
         status = int(exc.status_code)
-        detail = self._redact(_error_detail(exc.body))[:_SNIPPET]
+        detail = self._redact(error_detail(exc.body))[:_SNIPPET]
         message = f"embedding endpoint {self._where} answered HTTP {status}"
         if detail:
             message += f": {detail}"
@@ -223,28 +222,3 @@ def _normalise(matrix: Vectors, where: str) -> Vectors:
         raise EmbeddingError(f"embedding endpoint {where} returned a zero vector")
     unit: Vectors = (matrix / norms).astype(np.float32)
     return unit
-
-
-def _error_detail(body: object) -> str:
-    """The server's own error message, if the body carries one (OpenAI or plain style)."""
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict):
-            message = error.get("message") or error.get("detail")
-            return str(message) if message else ""
-        return str(error)
-    if isinstance(body, str | bytes):
-        text = body.decode(errors="replace") if isinstance(body, bytes) else body
-        return " ".join(text.split())
-    return "" if body is None else json.dumps(body, default=str)
-
-
-def _redact_url(url: str) -> str:
-    """The URL without credentials or query, fit for logs and error messages."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", "")) or "<no url>"
