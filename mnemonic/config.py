@@ -235,6 +235,7 @@ class RecallConfig(_Section):
             "caused_by": 0.8,
             "part_of": 0.7,
             "supersedes": 0.6,
+            "related": 0.5,
         },
         description="How well each relation type carries activation.",
     )

@@ -217,6 +217,10 @@ class MetaObservation(Event):
     type: ClassVar[str] = "meta_observation"
     kind: str
     detail: Mapping[str, Any]
+    severity: str = "ok"  # "ok", "warning" or "alert" against the audit's threshold
+    value: float | None = None  # what was measured (a ratio, a count, bytes)
+    threshold: float | None = None
+    action: str = ""  # what metacognition did about it, if anything
 
 
 # --- faces ----------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ class Relation(StrEnum):
     TEMPORAL = "temporal"
     REINFORCES = "reinforces"
     SUPERSEDES = "supersedes"
+    RELATED = "related"  # shares entities or concepts across episodes (the dreamer)
 
 
 class Quality(StrEnum):
