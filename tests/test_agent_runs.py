@@ -213,3 +213,33 @@ def test_the_cli_prints_what_a_cycle_did_not_its_zeros() -> None:
     }
     assert summary_text(summary) == "merged 2, backlog, mode heuristic"
     assert summary_text({"trigger": "manual", "decayed": 0}) == "nothing to do"
+
+
+def test_background_starts_refuse_a_second_in_the_same_tick_and_stop_cancels_them(
+    tmp_path: Path,
+) -> None:
+    """The reactor may start an agent twice before the first task took the lock; the second
+    start is refused at once (not an unseen AlreadyRunning inside a task), and a stopping
+    daemon cancels a cycle still running in the background, recorded as cancelled."""
+
+    async def main() -> None:
+        db = await _db(tmp_path / "m.db")
+        clock = FakeClock()
+        agent = CountingAgent()
+        agent.gate = asyncio.Event()  # never set: the cycle runs until cancelled
+        runs = SQLiteRunLog(db)
+        scheduled = ScheduledAgent(agent, Schedule(), runs, clock, Wall(clock))
+        registry = AgentRegistry()
+        registry.add(scheduled)
+        scheduled.start_now("reactor:a")
+        with pytest.raises(AlreadyRunning):
+            scheduled.start_now("reactor:b")  # same tick: the first has not locked yet
+        await asyncio.sleep(0.05)
+        assert scheduled.running and agent.cycles == ["reactor:a"]
+        await registry.cancel_background()
+        assert not scheduled.running
+        last = (await runs.last_runs())["counting"]
+        assert last.ok is False and last.error is not None and "cancelled" in last.error
+        await db.close()
+
+    asyncio.run(main())

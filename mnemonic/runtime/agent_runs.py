@@ -11,6 +11,7 @@ answers 409), the ``agent_runs`` log and the "last run / next run / last summary
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections.abc import Callable
@@ -214,12 +215,25 @@ class ScheduledAgent:
     def start_now(self, trigger: str) -> RunRecord:
         """Start a cycle in the background (``?wait=false``); the running record is returned
         so a caller can poll ``GET /api/v1/agents``."""
-        if self._lock.locked():
+        pending = self._task is not None and not self._task.done()
+        if self._lock.locked() or pending:  # a task started this tick has not locked yet
             raise AlreadyRunning(self.name, self._current.id if self._current else None)
-        self._task = asyncio.get_running_loop().create_task(
+        task = asyncio.get_running_loop().create_task(
             self.run_now(trigger), name=f"mnemonic:agent-run:{self.name}"
         )
+        task.add_done_callback(_report_background_failure)
+        self._task = task
         return RunRecord(0, self.name, trigger, self._wall())
+
+    async def cancel_background(self) -> None:
+        """Cancel a cycle ``start_now`` began (the daemon is stopping); it is recorded as
+        cancelled by ``run_now``."""
+        task = self._task
+        if task is None or task.done():
+            return
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
 
     @property
     def running(self) -> bool:
@@ -252,6 +266,16 @@ class ScheduledAgent:
         }
 
 
+def _report_background_failure(task: asyncio.Task[RunRecord]) -> None:
+    """``run_now`` records a failing cycle itself; what reaches here is a failure around
+    it (the run log refusing ``begin``), which would otherwise go unseen."""
+    if task.cancelled():
+        return
+    error = task.exception()
+    if error is not None and not isinstance(error, AlreadyRunning):
+        log.warning("background agent run %s failed", task.get_name(), exc_info=error)
+
+
 class AgentRegistry:
     """The scheduled agents by name, for the REST face and the CLI."""
 
@@ -271,6 +295,10 @@ class AgentRegistry:
 
     def all(self) -> list[ScheduledAgent]:
         return [self._agents[n] for n in self.names()]
+
+    async def cancel_background(self) -> None:
+        """Cancel every cycle started in the background (at daemon stop)."""
+        await asyncio.gather(*(a.cancel_background() for a in self._agents.values()))
 
     async def restore(self, runs: RunLog) -> None:
         last = await runs.last_runs()
