@@ -239,6 +239,21 @@ class RecallConfig(_Section):
         },
         description="How well each relation type carries activation.",
     )
+    pattern_weight: float = Field(
+        0.0,
+        ge=0,
+        description="Weight of the lift a matching pattern gives its evidence memories"
+        " (0 turns the pattern signal off).",
+    )
+    pattern_threshold: float = Field(
+        0.45,
+        ge=-1,
+        le=1,
+        description="Cosine between the query and a pattern's centroid for the pattern to match.",
+    )
+    pattern_top: int = Field(
+        3, ge=0, le=50, description="At most this many matching patterns lift their evidence."
+    )
     recency_weight: float = Field(0.05, ge=0, le=1, description="Boost share for recent memories.")
     recency_half_life_days: float = Field(30.0, gt=0, description="Half-life of the boost.")
     salience_weight: float = Field(0.1, ge=0, le=1, description="Boost share for salience.")
@@ -527,6 +542,116 @@ class EpisodesConfig(_Section):
     )
 
 
+class DreamingConfig(_Section):
+    enabled: bool = Field(
+        True,
+        description="Replay salient memories in the background: strengthen links that "
+        "co-activate, link memories sharing rare terms across episodes, write insights.",
+    )
+    interval_s: float = Field(6 * 3600.0, gt=0, description="How often the dreamer runs.")
+    min_interval_s: float = Field(
+        600.0,
+        ge=0,
+        description="Cooldown: a cycle (other than a manual run) starting sooner than this "
+        "after the last one does nothing (the reactor dreams after each episode closes).",
+    )
+    replay_batch: int = Field(
+        500, ge=0, le=100_000, description="Memories replayed per cycle (the most salient)."
+    )
+    replay_window: int = Field(
+        4,
+        ge=1,
+        le=100,
+        description="The batch is the most salient of the next replay_batch x this "
+        "memories after the rotating cursor (it wraps around at the end).",
+    )
+    neighbour_min_strength: float = Field(
+        0.5, ge=0, le=1, description="Links this strong make a replayed memory's neighbourhood."
+    )
+    max_neighbours: int = Field(
+        20, ge=0, le=1000, description="Strongest neighbours kept per replayed memory."
+    )
+    eta: float = Field(
+        0.05, ge=0, le=1, description="Learning rate: strength += eta x (ceiling - strength)."
+    )
+    strength_ceiling: float = Field(
+        0.9, gt=0, le=1, description="Co-activation never raises a link above this."
+    )
+    max_strengthened_per_cycle: int = Field(
+        500, ge=0, le=1_000_000, description="Link strength updates per cycle at most."
+    )
+    queries_per_cycle: int = Field(
+        1000, ge=0, le=1_000_000, description="New logged recalls read per cycle at most."
+    )
+    coretrieval_top: int = Field(
+        5, ge=2, le=100, description="Top results of a recall that count as co-activated."
+    )
+    helpful_weight: int = Field(
+        2, ge=0, le=10, description="Co-activation steps for a pair rated helpful together."
+    )
+    coretrieval_min_count: int = Field(
+        3,
+        ge=1,
+        le=1000,
+        description="Unlinked memories recalled together this often (in the last "
+        "coretrieval_lookback recalls) get a 'related' link.",
+    )
+    coretrieval_lookback: int = Field(
+        2000, ge=0, le=1_000_000, description="Recent recalls counted for coretrieval_min_count."
+    )
+    coretrieval_link_strength: float = Field(
+        0.3, gt=0, le=1, description="Strength of a link made from co-retrieval."
+    )
+    max_df_share: float = Field(
+        0.02,
+        gt=0,
+        le=1,
+        description="A concept or entity in more than this share of memories links nothing "
+        "(too common to mean anything).",
+    )
+    max_term_df: int = Field(
+        50,
+        ge=2,
+        le=100_000,
+        description="Nor one in more than this many memories (also bounds a cycle's work).",
+    )
+    min_shared_idf: float = Field(
+        0.6,
+        ge=0,
+        description="Evidence needed for a cross-episode link: the sum over shared terms of "
+        "ln(N/df)/ln(N) (1 = a term only these memories hold).",
+    )
+    max_link_strength: float = Field(
+        0.8, gt=0, le=1, description="Strongest cross-episode link (1 - exp(-evidence))."
+    )
+    max_related_per_memory: int = Field(
+        5, ge=0, le=1000, description="'related' links one memory may have at most."
+    )
+    max_links_per_cycle: int = Field(
+        1000, ge=0, le=1_000_000, description="New 'related' links per cycle at most."
+    )
+    max_terms_per_memory: int = Field(
+        16, ge=1, le=256, description="Concepts and entities of one memory that count."
+    )
+    min_episodes: int = Field(
+        3,
+        ge=2,
+        le=1000,
+        description="Two terms found together in this many distinct episodes make an insight.",
+    )
+    max_insights_per_cycle: int = Field(
+        3, ge=0, le=100, description="Insight memories written per cycle at most."
+    )
+    insight_max_sources: int = Field(
+        10, ge=2, le=1000, description="Source memories recorded per insight (most salient)."
+    )
+    llm_insights: bool = Field(
+        True,
+        description="Ask the LLM (when available) to word an insight; kept only when "
+        "grounded in its sources, else the heuristic text is written.",
+    )
+
+
 class EnrichmentConfig(_Section):
     enabled: bool = Field(
         True,
@@ -573,6 +698,233 @@ class SupersessionConfig(_Section):
     )
 
 
+class AbstractionConfig(_Section):
+    enabled: bool = Field(
+        True, description="Find recurring themes (patterns), principles and axioms (background)."
+    )
+    interval_s: float = Field(3600.0, gt=0, description="How often the abstraction agent runs.")
+    max_nodes: int = Field(
+        5000, ge=10, le=200_000, description="Live memories clustered per cycle at most."
+    )
+    salient_share: float = Field(
+        0.25,
+        ge=0,
+        le=1,
+        description="Share of max_nodes taken by the most salient older memories (the rest "
+        "are the newest).",
+    )
+    algorithm: Literal["louvain", "greedy"] = Field(
+        "louvain", description="Community detection: louvain (fast) or greedy modularity."
+    )
+    resolution: float = Field(
+        1.0, gt=0, le=10, description="Community resolution (higher: smaller themes)."
+    )
+    seed: int = Field(13, ge=0, description="Seed of Louvain, so a cycle is reproducible.")
+    max_term_df: int = Field(
+        50,
+        ge=2,
+        le=100_000,
+        description="A concept or entity in more memories than this links none of them "
+        "(too common to mark a theme).",
+    )
+    term_window: int = Field(
+        8, ge=1, le=100, description="Each memory is linked to this many next holders of a term."
+    )
+    min_evidence: int = Field(
+        4, ge=2, le=1000, description="Memories a theme needs (over >= 2 episodes or days)."
+    )
+    max_concepts: int = Field(6, ge=1, le=30, description="Concepts kept per abstraction.")
+    match_jaccard: float = Field(
+        0.34,
+        ge=0,
+        le=1,
+        description="Concept overlap (Jaccard) a cluster needs to update a stored pattern "
+        "(the super-attractor guard).",
+    )
+    same_theme_jaccard: float = Field(
+        0.7,
+        ge=0,
+        le=1,
+        description="Concept overlap at which a cluster updates a pattern without shared "
+        "evidence (the same theme in fresh memories).",
+    )
+    min_evidence_overlap: float = Field(
+        0.2,
+        ge=0,
+        le=1,
+        description="Share of a cluster already evidence of the pattern it updates.",
+    )
+    merge_jaccard: float = Field(
+        0.6, ge=0, le=1, description="Concept overlap of two patterns merged as near-duplicates."
+    )
+    merge_evidence_overlap: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Evidence overlap (of the smaller) of two patterns merged as near-duplicates.",
+    )
+    growth_min: int = Field(
+        10, ge=0, le=10_000, description="Evidence one pattern may gain per cycle, at least."
+    )
+    growth_share: float = Field(
+        0.5,
+        ge=0,
+        le=10,
+        description="Evidence one pattern may gain per cycle, as a share of what it has.",
+    )
+    max_evidence: int = Field(500, ge=2, le=100_000, description="Evidence kept per pattern.")
+    max_patterns: int = Field(
+        200, ge=1, le=100_000, description="Active patterns at most (the weakest are archived)."
+    )
+    max_principles: int = Field(50, ge=1, le=10_000, description="Active principles at most.")
+    max_axioms: int = Field(10, ge=1, le=1000, description="Active axioms at most.")
+    max_new_per_cycle: int = Field(
+        20, ge=0, le=10_000, description="Abstractions created per level per cycle at most."
+    )
+    archived_matched: int = Field(
+        200,
+        ge=0,
+        le=100_000,
+        description="Most recently archived abstractions a new cluster may revive.",
+    )
+    min_shared_concepts: int = Field(
+        1, ge=1, le=10, description="Concepts two patterns (principles) share to be grouped."
+    )
+    strength_k: float = Field(
+        8.0, gt=0, le=10_000, description="Strength = 1 - exp(-live evidence / strength_k)."
+    )
+    strength_half_life_days: float = Field(
+        30.0, gt=0, description="Strength halves after this long without new evidence."
+    )
+    demote_below: float = Field(
+        0.5, ge=0, le=1, description="Grounding (share of live evidence) below which it is demoted."
+    )
+    archive_below: float = Field(
+        0.2, ge=0, le=1, description="Grounding below which a demoted abstraction is archived."
+    )
+    demoted_archive_days: float = Field(
+        30.0, gt=0, description="A demoted abstraction not recovered after this long is archived."
+    )
+    llm_describe: bool = Field(
+        True, description="Let the LLM (when configured) title and describe new abstractions."
+    )
+    llm_max_per_cycle: int = Field(
+        10, ge=0, le=1000, description="LLM descriptions per cycle at most."
+    )
+    llm_evidence: int = Field(
+        8, ge=1, le=100, description="Evidence summaries (or child titles) shown to the LLM."
+    )
+    title_max_chars: int = Field(80, ge=20, le=500, description="Longest abstraction title.")
+    description_max_chars: int = Field(
+        300, ge=50, le=5000, description="Longest abstraction description."
+    )
+
+
+class MetacognitionConfig(_Section):
+    enabled: bool = Field(True, description="Run the metacognition agent on its schedule.")
+    interval_s: float = Field(
+        6 * 3600.0, gt=0, description="How often metacognition audits the store (seconds)."
+    )
+    min_memories: int = Field(
+        50, ge=1, description="Fewest memories for the ratio audits (skew, dead ratio) to judge."
+    )
+    unembedded_warning: float = Field(
+        0.02, ge=0, le=1, description="Share of live memories without a vector: warning."
+    )
+    unembedded_alert: float = Field(0.1, ge=0, le=1, description="... and alert.")
+    source_skew_warning: float = Field(
+        0.9, ge=0, le=1, description="Share of live memories from the largest source: warning."
+    )
+    source_skew_alert: float = Field(0.98, ge=0, le=1, description="... and alert.")
+    dead_ratio_warning: float = Field(
+        0.5, ge=0, le=1, description="Share of memories archived or merged: warning."
+    )
+    dead_ratio_alert: float = Field(0.75, ge=0, le=1, description="... and alert.")
+    stale_consolidation_warning_s: float = Field(
+        86400.0, gt=0, description="Seconds since the last consolidation: warning."
+    )
+    stale_consolidation_alert_s: float = Field(3 * 86400.0, gt=0, description="... and alert.")
+    feedback_window_s: float = Field(
+        7 * 86400.0, gt=0, description="Window of the feedback audit and of suppression."
+    )
+    feedback_min_ratings: int = Field(
+        10, ge=1, description="Fewest ratings in the window for the feedback audit to judge."
+    )
+    irrelevant_warning: float = Field(
+        0.3, ge=0, le=1, description="Share of ratings that said irrelevant: warning."
+    )
+    irrelevant_alert: float = Field(0.5, ge=0, le=1, description="... and alert.")
+    store_size_warning_bytes: int = Field(
+        1 << 30, ge=1, description="Database size (with WAL) in bytes: warning."
+    )
+    store_size_alert_bytes: int = Field(4 << 30, ge=1, description="... and alert.")
+    self_test_patterns: int = Field(
+        10, ge=0, le=1000, description="Patterns probed per recall self-test."
+    )
+    self_test_memories: int = Field(
+        20, ge=0, le=1000, description="Memories probed per recall self-test (rotating)."
+    )
+    self_test_k: int = Field(10, ge=1, le=100, description="A probe hits if recall's top k has it.")
+    self_test_warning: float = Field(
+        0.8, ge=0, le=1, description="Self-test hit rate at or below this: warning."
+    )
+    self_test_alert: float = Field(0.6, ge=0, le=1, description="... and alert (lower is worse).")
+    self_test_llm_questions: int = Field(
+        5, ge=0, le=1000, description="Probe questions an LLM may write per self-test (grounded)."
+    )
+    reembed: bool = Field(True, description="Queue memories lacking a vector to the encoder.")
+    suppress_after: int = Field(
+        3,
+        ge=0,
+        description="Irrelevant ratings in the window before a memory is suppressed (0: never).",
+    )
+    suppress_factor: float = Field(
+        0.5, gt=0, lt=1, description="A suppressed memory's utility is multiplied by this."
+    )
+    suppress_floor: float = Field(
+        0.2, gt=0, le=1, description="Suppression never lowers utility below this."
+    )
+    suppress_per_cycle: int = Field(20, ge=0, description="Memories suppressed per cycle at most.")
+    request_consolidation: bool = Field(
+        True, description="Ask for a consolidation when the dead ratio or staleness is high."
+    )
+    consolidation_cooldown_s: float = Field(
+        6 * 3600.0, ge=0, description="Least time between two such requests."
+    )
+    keep_per_kind: int = Field(
+        1000, ge=1, description="Observations kept per kind (older ones are trimmed)."
+    )
+
+    @field_validator(
+        "unembedded_alert", "source_skew_alert", "dead_ratio_alert",
+        "stale_consolidation_alert_s", "irrelevant_alert", "store_size_alert_bytes",
+    )  # fmt: skip
+    @classmethod
+    def _alert_not_milder(cls, value: float, info: Any) -> float:
+        warning = info.data.get(info.field_name.replace("alert", "warning"))
+        if warning is not None and value < warning:
+            raise ValueError(f"must be at least the warning level ({warning})")
+        return value
+
+    @field_validator("self_test_alert")
+    @classmethod
+    def _hit_rate_alert(cls, value: float, info: Any) -> float:
+        warning = info.data.get("self_test_warning")
+        if warning is not None and value > warning:
+            raise ValueError(f"must be at most self_test_warning ({warning}): lower is worse")
+        return value
+
+
+class OrchestratorConfig(_Section):
+    enabled: bool = Field(True, description="Watch agents, the LLM and the store.")
+    interval_s: float = Field(
+        300.0, gt=0, description="How often the orchestrator looks (seconds)."
+    )
+    self_test_interval_s: float = Field(
+        86400.0, ge=0, description="How often it runs the recall self-test (0: never)."
+    )
+
+
 class AgentsConfig(_Section):
     restart_initial_s: float = Field(
         1.0, gt=0, description="First restart delay of a crashed agent."
@@ -592,6 +944,73 @@ class AgentsConfig(_Section):
         le=60,
         description="An event-loop stall longer than this is logged and counted (/metrics).",
     )
+
+
+def _builtin_reactor_rules() -> list[dict[str, Any]]:
+    from mnemonic.reactor.rules import BUILTIN_RULES
+
+    return [dict(rule) for rule in BUILTIN_RULES]
+
+
+class McpConfig(_Section):
+    autostart: bool = Field(
+        False,
+        description="mnemonic mcp (stdio) starts the daemon when it is not running, instead"
+        " of answering with the command that starts it.",
+    )
+    autostart_timeout_s: float = Field(
+        60.0, gt=0, le=600, description="How long mnemonic mcp waits for a daemon it started."
+    )
+    request_timeout_s: float = Field(
+        30.0, gt=0, le=600, description="Timeout of one REST call the MCP tools make."
+    )
+    context_limit: int = Field(
+        8, ge=1, le=50, description="Memories get_context returns by default."
+    )
+    usage_retention_days: float = Field(
+        90.0, gt=0, description="Tool usage rows older than this are dropped."
+    )
+
+
+class ReactorConfig(_Section):
+    enabled: bool = Field(True, description="Start agents when events match the rules below.")
+    rules: list[dict[str, Any]] = Field(
+        default_factory=_builtin_reactor_rules,
+        description="Rules (setting this replaces the built-ins): name; on: an event type;"
+        " when: {field: value | [values] | {eq|ne|in|not_in|gt|gte|lt|lte|exists: x}},"
+        " detail.key for a key of a mapping field; do: {run_agent: NAME}; cooldown_s; enabled.",
+    )
+    disabled: list[str] = Field(
+        default_factory=list,
+        description="Names of rules to switch off, e.g. [dream-after-episode].",
+    )
+    queue_size: int = Field(
+        256, ge=1, le=100_000, description="Events waiting for the reactor (oldest dropped above)."
+    )
+
+    @field_validator("rules", mode="before")
+    @classmethod
+    def _on_key(cls, value: Any) -> Any:
+        from mnemonic.reactor.rules import normalise_keys
+
+        return [normalise_keys(v) for v in value] if isinstance(value, list) else value
+
+    @field_validator("rules")
+    @classmethod
+    def _valid_rules(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        from mnemonic.reactor.rules import parse_rules
+
+        parse_rules(value)  # RuleError names the rule and what is wrong with it
+        return value
+
+    @field_validator("disabled")
+    @classmethod
+    def _known_rules(cls, value: list[str], info: Any) -> list[str]:
+        from mnemonic.reactor.rules import parse_rules
+
+        if "rules" in info.data:  # else the rules failed already, and said why
+            parse_rules(info.data["rules"], value)  # a name that matches no rule is refused
+        return value
 
 
 # Perception: watchers and the heuristic filter (issue 4).
@@ -1000,12 +1419,36 @@ class Config(BaseSettings):
         default_factory=EpisodesConfig,
         description="Episodes: memories grouped into stretches of work per project.",
     )
+    dreaming: DreamingConfig = Field(
+        default_factory=DreamingConfig,
+        description="Dreaming: replay, link strengthening, cross-episode links, insights.",
+    )
     supersession: SupersessionConfig = Field(
         default_factory=SupersessionConfig, description="Which memories replace which."
     )
     enrichment: EnrichmentConfig = Field(
         default_factory=EnrichmentConfig,
         description="LLM-aware encoding of memories after they were stored (background).",
+    )
+    abstraction: AbstractionConfig = Field(
+        default_factory=AbstractionConfig,
+        description="Patterns, principles and axioms over memories (background).",
+    )
+    metacognition: MetacognitionConfig = Field(
+        default_factory=MetacognitionConfig,
+        description="Audits of the store and recall (thresholds, self-test, bounded actions).",
+    )
+    orchestrator: OrchestratorConfig = Field(
+        default_factory=OrchestratorConfig,
+        description="Watches agents, the LLM and the store; schedules the recall self-test.",
+    )
+    reactor: ReactorConfig = Field(
+        default_factory=ReactorConfig,
+        description="Rules that start agents when events happen (event, condition, cooldown).",
+    )
+    mcp: McpConfig = Field(
+        default_factory=McpConfig,
+        description="The MCP server (/mcp over HTTP and mnemonic mcp over stdio).",
     )
     perception: PerceptionConfig = Field(
         default_factory=PerceptionConfig, description="Watcher events -> filter -> memories."

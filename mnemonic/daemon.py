@@ -18,12 +18,16 @@ from starlette.applications import Starlette
 from starlette.routing import WebSocketRoute
 
 from mnemonic import __version__
+from mnemonic.agents.abstraction import AbstractionAgent
 from mnemonic.agents.consolidation import ConsolidationAgent
+from mnemonic.agents.dreaming import DreamingAgent
 from mnemonic.agents.encoding import EncodingAgent
 from mnemonic.agents.enrichment import EnrichmentAgent
 from mnemonic.agents.episoding import EpisodingAgent
+from mnemonic.agents.metacognition import MetacognitionAgent, recaller_probe, thresholds
 from mnemonic.agents.perception import Perceived, PerceptionAgent, WatcherAgent, redacting
 from mnemonic.agents.supersession_review import SupersessionReview, candidates
+from mnemonic.api.abstraction_routes import build_abstraction_routes
 from mnemonic.api.agent_routes import build_agent_routes
 from mnemonic.api.app import build_app
 from mnemonic.api.browse_routes import build_browse_routes
@@ -31,9 +35,12 @@ from mnemonic.api.consolidation_routes import build_consolidation_routes
 from mnemonic.api.enrichment_routes import build_enrichment_routes
 from mnemonic.api.episode_routes import build_episode_routes
 from mnemonic.api.exclusion_routes import build_exclusion_routes
+from mnemonic.api.insight_routes import build_insight_routes
 from mnemonic.api.llm_routes import build_llm_routes
+from mnemonic.api.meta_routes import build_meta_routes
 from mnemonic.api.metrics import Metrics, MetricsSnapshot, fold_serials
 from mnemonic.api.purge_routes import build_purge_routes
+from mnemonic.api.reactor_routes import build_reactor_routes
 from mnemonic.api.supersession_routes import build_supersession_routes
 from mnemonic.api.ws import EventStream
 from mnemonic.api_token import TOKEN_ENV, load_or_create_token
@@ -41,6 +48,7 @@ from mnemonic.app.activity import ActivityLog
 from mnemonic.app.browse import BrowseService
 from mnemonic.app.exclusions import ExclusionService
 from mnemonic.app.files import FileMemories, FileVersion
+from mnemonic.app.patterns import PatternRefresher, RefreshAfterCycle
 from mnemonic.app.purge import PurgeService, recall_seqs
 from mnemonic.app.reembed import ReembedProgress, reembed
 from mnemonic.app.service import MemoryService, RememberInput
@@ -56,24 +64,31 @@ from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.paths import Paths
 from mnemonic.perception import HeuristicFilter, ProjectResolver, RuntimeExclusions
 from mnemonic.private_files import restrict, write_private_text
+from mnemonic.reactor.rules import RuleError, check_agents, parse_rules
+from mnemonic.reactor.runner import ReactorRunner
 from mnemonic.recall.pipeline import Recaller
 from mnemonic.redact import redact
 from mnemonic.runtime.agent_runs import AgentRegistry, CycleAgent, Schedule, ScheduledAgent
 from mnemonic.runtime.clock import SystemClock
 from mnemonic.runtime.heap import trim_heap
 from mnemonic.runtime.loop_watchdog import LoopWatchdog
+from mnemonic.runtime.orchestrator import Orchestrator
 from mnemonic.runtime.schedule import PeriodicJob
 from mnemonic.runtime.supervisor import Agent, Supervisor
+from mnemonic.store.abstractions import SQLiteAbstractions
 from mnemonic.store.agent_runs import SQLiteRunLog
 from mnemonic.store.browse import SQLiteBrowser
 from mnemonic.store.consolidation import SQLiteConsolidation
 from mnemonic.store.database import Database
+from mnemonic.store.dreaming import SQLiteDreaming
 from mnemonic.store.enrichment import SQLiteEnrichment
 from mnemonic.store.episodes import SQLiteEpisodes
 from mnemonic.store.exclusions import SQLiteExclusions
 from mnemonic.store.files import SQLiteFiles
 from mnemonic.store.llm_usage import SQLiteLlmUsage
+from mnemonic.store.meta import SQLiteMeta, database_bytes
 from mnemonic.store.purge import SQLitePurger
+from mnemonic.store.reactor import SQLiteReactorFires
 from mnemonic.store.recovery import mark_clean
 from mnemonic.store.repair import repair_non_finite_metadata
 from mnemonic.store.sqlite import SQLiteStore
@@ -294,27 +309,7 @@ class Daemon:
         self.encoder.on_review = lambda item, found: self.supersession_review.offer(
             candidates(item, found)
         )
-        self.episodes = SQLiteEpisodes(self.db)
-        self.episoding = EpisodingAgent(
-            store=self.episodes,
-            publish=self.bus.publish,
-            clock=utcnow,
-            config=cfg.episodes,
-            completer=self.completer,
-        )
-        self.consolidations = SQLiteConsolidation(self.db)
-        self.consolidation = ConsolidationAgent(
-            self.consolidations,
-            self.bus.publish,
-            utcnow,
-            cfg.consolidation,
-            self.completer,
-            summary_max_chars=cfg.encoding.summary_max_chars,
-            max_concepts=cfg.encoding.max_concepts,
-        )
-        self.enrichment = EnrichmentAgent(
-            SQLiteEnrichment(self.db), self.completer, cfg.enrichment, cfg.encoding, utcnow
-        )
+        self._build_thinking(recaller)
         self.exclusions = ExclusionService(
             SQLiteExclusions(self.db), RuntimeExclusions(), lambda text: redact(text).text
         )
@@ -336,6 +331,116 @@ class Daemon:
         self.metrics = Metrics(self.metrics_snapshot, version=__version__)
         self.service.recall_observers.append(self.metrics.observe_recall)
         self.service.stage_observers.append(self.metrics.observe_recall_stages)
+        self.reactor = self._build_reactor()  # the last thing built: it checks the agents
+
+    def _build_thinking(self, recaller: Recaller) -> None:
+        """The thinking half's cycle agents (issues 12 and 13); scheduled by
+        ``_cycle_agents`` when enabled, and reachable by the reactor's rules."""
+        cfg = self.cfg
+        self.episodes = SQLiteEpisodes(self.db)
+        self.episoding = EpisodingAgent(
+            store=self.episodes,
+            publish=self.bus.publish,
+            clock=utcnow,
+            config=cfg.episodes,
+            completer=self.completer,
+        )
+        self.consolidations = SQLiteConsolidation(self.db)
+        self.consolidation = ConsolidationAgent(
+            self.consolidations,
+            self.bus.publish,
+            utcnow,
+            cfg.consolidation,
+            self.completer,
+            summary_max_chars=cfg.encoding.summary_max_chars,
+            max_concepts=cfg.encoding.max_concepts,
+        )
+        self.enrichment = EnrichmentAgent(
+            SQLiteEnrichment(self.db), self.completer, cfg.enrichment, cfg.encoding, utcnow
+        )
+        self.meta, self.metacognition, self.orchestrator = self._build_metacognition(recaller)
+        self.abstraction = AbstractionAgent(
+            SQLiteAbstractions(self.db), self.bus.publish, utcnow, cfg.abstraction, self.completer
+        )
+        self.pattern_refresher = PatternRefresher(
+            self.abstraction.store.active_patterns, self.index
+        )
+        self.dreaming = DreamingAgent(
+            SQLiteDreaming(self.db),
+            self.bus.publish,
+            utcnow,
+            cfg.dreaming,
+            self.completer,
+            redact=lambda text: redact(text).text,
+            summary_max_chars=cfg.encoding.summary_max_chars,
+            max_concepts=cfg.encoding.max_concepts,
+        )
+
+    def _build_reactor(self) -> ReactorRunner:
+        """Rules -> agent cycles. A rule may name any cycle agent built above (only the
+        enabled ones are scheduled, by ``_cycle_agents``); any other name: ``RuleError``."""
+        cfg = self.cfg.reactor
+        rules = parse_rules(cfg.rules, cfg.disabled)
+        built = {
+            agent.name
+            for agent in vars(self).values()
+            if callable(getattr(agent, "run_cycle", None)) and isinstance(agent.name, str)
+        }
+        check_agents(rules, built)
+        return ReactorRunner(
+            rules,
+            self.agents,
+            SQLiteReactorFires(self.db),
+            self.bus.subscribe,
+            clock=self.clock.now,
+            wall=utcnow,
+            queue_size=cfg.queue_size,
+            enabled=cfg.enabled,
+        )
+
+    def _build_metacognition(
+        self, recaller: Recaller
+    ) -> tuple[SQLiteMeta, MetacognitionAgent, Orchestrator]:
+        """Metacognition (audits, self-test, bounded actions) and the orchestrator that
+        watches the thinking half and runs the self-test on its own schedule."""
+        cfg = self.cfg
+        meta = SQLiteMeta(self.db)
+        db_bytes = partial(database_bytes, self.paths.database)
+        metacognition = MetacognitionAgent(
+            meta,
+            self.bus.publish,
+            utcnow,
+            cfg.metacognition,
+            database_bytes=db_bytes,
+            recall=recaller_probe(recaller),  # below the service: a probe is no access
+            reembed=self.encoder.sweep,
+            request_agent=self._request_agent,
+            completer=self.completer,
+        )
+        orchestrator = Orchestrator(
+            self.agents,
+            self.completer,
+            self.store.counts,
+            db_bytes,
+            self.bus.publish,
+            self.clock,
+            utcnow,
+            interval_s=cfg.orchestrator.interval_s,
+            self_test_interval_s=cfg.orchestrator.self_test_interval_s,
+            size_threshold=thresholds(cfg.metacognition)["store_size"],
+            self_test=metacognition.run_self_test,
+            last_self_test=meta.last_self_test,
+            self_test_result=lambda: metacognition.last_self_test,
+        )
+        return meta, metacognition, orchestrator
+
+    def _request_agent(self, name: str, trigger: str) -> None:
+        """Start a cycle agent in the background (metacognition asks for consolidations);
+        ``AlreadyRunning`` passes through, an agent not scheduled is a ``KeyError``."""
+        agent = self.agents.get(name)
+        if agent is None:
+            raise KeyError(f"agent {name!r} is not scheduled")
+        agent.start_now(trigger)
 
     async def _remember_perceived(self, item: Perceived) -> object:
         remember = RememberInput(
@@ -398,6 +503,9 @@ class Daemon:
                 )
             )
         agents.extend(await self._cycle_agents())
+        if self.cfg.orchestrator.enabled:
+            agents.append(self.orchestrator)
+        agents.append(self.reactor)  # after the registry is filled: rules start its agents
         self.supervisor.start(agents)
         self.ready = True
         log.info(
@@ -452,8 +560,17 @@ class Daemon:
         )
         if self.cfg.enrichment.enabled:
             every(self.enrichment, self.cfg.enrichment.interval_s)
+        if self.cfg.abstraction.enabled:
+            every(
+                RefreshAfterCycle(self.abstraction, self.pattern_refresher),
+                self.cfg.abstraction.interval_s,
+            )
+        if self.cfg.dreaming.enabled:
+            every(self.dreaming, self.cfg.dreaming.interval_s)
         if self.cfg.supersession.enabled:
             every(self.supersession_review, self.cfg.supersession.review_interval_s)
+        if self.cfg.metacognition.enabled:
+            every(self.metacognition, self.cfg.metacognition.interval_s)
         for agent in scheduled:
             self.agents.add(agent)
         try:
@@ -473,9 +590,7 @@ class Daemon:
         if not self.cfg.recall.index_snapshot:
             await asyncio.to_thread(discard_snapshot, self._index_snapshot)  # an older run's
             snapshot = None
-        task = asyncio.create_task(
-            self.index.build(self.db.run_read, snapshot), name="mnemonic:index"
-        )
+        task = asyncio.create_task(self._build_with_patterns(snapshot), name="mnemonic:index")
         self._index_task = task
         task.add_done_callback(_log_index_failure)
         if await self.store.max_seq() < self.cfg.recall.index_wait_below:
@@ -499,11 +614,18 @@ class Daemon:
         except Exception:
             log.warning("saving the recall index failed; the next start builds it", exc_info=True)
 
+    async def _build_with_patterns(self, snapshot: Path | None) -> None:
+        """Build the recall index, then load the patterns recall lifts (their centroids
+        are means of the index's vectors, so they wait for it)."""
+        await self.index.build(self.db.run_read, snapshot)
+        if self.index.ready:
+            await self.pattern_refresher.refresh()
+
     def _rebuild_index(self) -> None:
         if self._index_task is not None and not self._index_task.done():
             return  # the running build replays the change that made the index stale
         task = asyncio.get_running_loop().create_task(
-            self.index.build(self.db.run_read), name="mnemonic:index-rebuild"
+            self._build_with_patterns(None), name="mnemonic:index-rebuild"
         )
         self._index_task = task
         task.add_done_callback(_log_index_failure)
@@ -533,6 +655,7 @@ class Daemon:
         self.ready = False
         await self.service.drain()
         await self.supervisor.stop(self.cfg.agents.stop_timeout_s)
+        await self.agents.cancel_background()  # cycles started on demand or by the reactor
         await self.exclusions.drain()
         await self.bus.close()
         if self._index_task is not None and not self._index_task.done():
@@ -603,6 +726,7 @@ class Daemon:
             "recall_index": self.index.describe(),
             "agents": self.supervisor.health(),
             "llm": {**self.completer.status(), "tasks": self.llm_tasks()},
+            "cognition": self.orchestrator.describe(),
             "schema_version": self.db.schema_version,
         }
 
@@ -661,6 +785,10 @@ class Daemon:
             vectors=len(self.index.vectors),
             loop_stalls=self.watchdog.stalls,
             loop_longest_stall_s=self.watchdog.longest_s,
+            database_bytes=self.orchestrator.database_bytes,
+            self_test_hit_rate=(self.orchestrator.latest_self_test() or {}).get("hit_rate"),
+            agent_failures={a.name: a.failures for a in self.agents.all()},
+            agent_running={a.name: int(a.running) for a in self.agents.all()},
         )
 
     def app(self) -> Starlette:
@@ -692,6 +820,12 @@ class Daemon:
                 *build_enrichment_routes(self.enrichment, utcnow),
                 *build_consolidation_routes(self.consolidations, utcnow),
                 *build_episode_routes(self.episodes),
+                *build_insight_routes(self.dreaming.store),
+                *build_abstraction_routes(
+                    self.abstraction.store, utcnow, on_change=self.pattern_refresher.refresh
+                ),
+                *build_reactor_routes(self.reactor),
+                *build_meta_routes(self.meta),
                 WebSocketRoute("/ws", self.stream.endpoint),
             ],
             metrics=self.metrics,
@@ -713,6 +847,14 @@ def serve(cfg: Config, paths: Paths) -> int:
     token = load_or_create_token(paths, os.environ.get(TOKEN_ENV))
 
     def build(notices: list[str]) -> Starlette:
-        return Daemon(cfg, paths, token, notices=notices).app()
+        try:
+            return Daemon(cfg, paths, token, notices=notices).app()
+        except RuleError as exc:  # a rule runs an agent no daemon has: like a bad config.yaml
+            import sys
+
+            from mnemonic.exits import EX_CONFIG
+
+            sys.stderr.write(f"mnemonic: invalid configuration: {exc}\n")
+            raise SystemExit(EX_CONFIG) from None
 
     return runner.run(build, host=cfg.server.host, port=cfg.server.port, paths=paths)

@@ -58,6 +58,10 @@ class MetricsSnapshot:
     vectors: int = 0
     loop_stalls: int = 0
     loop_longest_stall_s: float = 0.0
+    database_bytes: int = 0  # the orchestrator's last look (with the WAL)
+    self_test_hit_rate: float | None = None  # the last recall self-test; None: none yet
+    agent_failures: Mapping[str, int] = field(default_factory=dict)  # failed cycles per agent
+    agent_running: Mapping[str, int] = field(default_factory=dict)  # 1 while a cycle runs
 
 
 SnapshotFn = Callable[[], Awaitable[MetricsSnapshot]]
@@ -121,6 +125,24 @@ class _SnapshotCollector(Collector):
             "mnemonic_event_loop_longest_stall_seconds",
             "Longest event-loop stall since start.",
             value=snap.loop_longest_stall_s,
+        )
+        yield GaugeMetricFamily(
+            "mnemonic_database_bytes", "Database size with its WAL.", value=snap.database_bytes
+        )
+        if snap.self_test_hit_rate is not None:
+            yield GaugeMetricFamily(
+                "mnemonic_recall_self_test_hit_rate",
+                "Share of recall self-test probes answered in the top k.",
+                value=snap.self_test_hit_rate,
+            )
+        yield _gauge(
+            "mnemonic_agent_cycle_failures",
+            "Failed cycles per thinking agent since start.",
+            "agent",
+            snap.agent_failures,
+        )
+        yield _gauge(
+            "mnemonic_agent_running", "1 while the agent runs a cycle.", "agent", snap.agent_running
         )
 
 

@@ -34,13 +34,23 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 
 from mnemonic.api import responses as r
+from mnemonic.api.abstraction_routes import (
+    AbstractionDetail,
+    AbstractionPage,
+    AbstractionParams,
+    Dismissed,
+    PatternParams,
+)
 from mnemonic.api.agent_routes import AgentList, AgentRunAnswer
 from mnemonic.api.consolidation_routes import ConsolidationHistory, HistoryParams, Unmerged
 from mnemonic.api.docs import ASSETS
 from mnemonic.api.enrichment_routes import ReencodeBody, ReencodeQueued
 from mnemonic.api.episode_routes import EpisodeDetail, EpisodePage, EpisodeParams
+from mnemonic.api.insight_routes import InsightDetail, InsightPage, InsightParams
 from mnemonic.api.llm_routes import LlmStatus, LlmUsage, UsageParams
+from mnemonic.api.meta_routes import MetaAnswer, MetaParams
 from mnemonic.api.purge_routes import ForgetAnswer, PurgeAnswer, PurgeBody
+from mnemonic.api.reactor_routes import ReactorRules
 from mnemonic.api.schemas import (
     ActivityParams,
     AmendBody,
@@ -71,6 +81,8 @@ PATH_PARAMS: dict[str, tuple[str, dict[str, Any]]] = {
     "memory_id": ("Id of a memory (as returned by a write, a list or a recall).", _ID),
     "raw_id": ("Id of a raw memory (`raw_id` of a write).", _ID),
     "episode_id": ("Id of an episode (as listed by `GET /api/v1/episodes`).", _ID),
+    "insight_id": ("Id of an insight (as listed by `GET /api/v1/insights`).", _ID),
+    "abstraction_id": ("Id of a pattern, principle or axiom.", _ID),
     "name": ("Name of a background agent (`GET /api/v1/agents`).", _ID),
     "older_id": ("Id of the older memory of a supersession.", _ID),
     "asset": ("File name of a docs page asset.", {"type": "string", "enum": sorted(ASSETS)}),
@@ -361,6 +373,47 @@ ROUTE_DOCS: tuple[RouteDoc, ...] = (
         description="`since` (a time) or `days` (the last N days), not both; neither "
         "means every recorded call. Costs are estimates from the editable price table.",
     ),
+    # ---- abstractions -----------------------------------------------------------------
+    RouteDoc(
+        "GET",
+        "/api/v1/patterns",
+        "List patterns (recurring themes), strongest first",
+        AbstractionPage,
+        query=PatternParams,
+        tags=("abstractions",),
+        description="A pattern's strength grows with its live evidence and halves without "
+        "new evidence; grounding is the share of its evidence still live.",
+    ),
+    RouteDoc(
+        "GET",
+        "/api/v1/abstractions",
+        "List abstractions (patterns, principles, axioms), strongest first",
+        AbstractionPage,
+        query=AbstractionParams,
+        tags=("abstractions",),
+    ),
+    RouteDoc(
+        "GET",
+        "/api/v1/abstractions/{abstraction_id}",
+        "An abstraction with its evidence memories and children",
+        AbstractionDetail,
+        tags=("abstractions",),
+    ),
+    RouteDoc(
+        "POST",
+        "/api/v1/patterns/{abstraction_id}/dismiss",
+        "Dismiss a pattern (idempotent); it is never found again from the same theme",
+        Dismissed,
+        tags=("abstractions",),
+        description="404 when the id names no pattern.",
+    ),
+    RouteDoc(
+        "POST",
+        "/api/v1/abstractions/{abstraction_id}/dismiss",
+        "Dismiss a pattern, principle or axiom (idempotent)",
+        Dismissed,
+        tags=("abstractions",),
+    ),
     # ---- episodes ---------------------------------------------------------------------
     RouteDoc(
         "GET",
@@ -378,6 +431,47 @@ ROUTE_DOCS: tuple[RouteDoc, ...] = (
         "An episode and its memories in time order",
         EpisodeDetail,
         tags=("episodes",),
+    ),
+    # ---- insights ---------------------------------------------------------------------
+    RouteDoc(
+        "GET",
+        "/api/v1/insights",
+        "List the dreamer's insights, newest first",
+        InsightPage,
+        query=InsightParams,
+        tags=("insights",),
+        description="Insights are memories of type `insight` (source `dreaming`): terms "
+        "that recur together across episodes. `before` keeps those written before a time.",
+    ),
+    RouteDoc(
+        "GET",
+        "/api/v1/insights/{insight_id}",
+        "An insight and the memories it came from",
+        InsightDetail,
+        tags=("insights",),
+        errors=(404,),
+    ),
+    # ---- metacognition ----------------------------------------------------------------
+    RouteDoc(
+        "GET",
+        "/api/v1/meta",
+        "Metacognition's audits: the latest observation per kind and recent history",
+        MetaAnswer,
+        query=MetaParams,
+        tags=("agents",),
+        description="Kinds: unembedded, source_skew, dead_ratio, stale_consolidation, "
+        "irrelevant_feedback, store_size (bytes), recall_self_test (hit rate; lower is "
+        "worse). Each with severity ok/warning/alert and what was done (`action`).",
+    ),
+    # ---- reactor ----------------------------------------------------------------------
+    RouteDoc(
+        "GET",
+        "/api/v1/reactor/rules",
+        "Reactor rules: event -> action, cooldown, fire count and last fire",
+        ReactorRules,
+        tags=("agents",),
+        description="Rules come from `reactor.rules` in config.yaml (built-ins by default). "
+        "A rule whose agent is not scheduled here never fires (`agent_available`).",
     ),
     # ---- daemon -----------------------------------------------------------------------
     RouteDoc(

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mnemonic.api.meta_routes import CognitionHealth
 from mnemonic.store.models import MemoryState, MemoryType, RawStatus, Relation, Source
 
 Unit = Annotated[float, Field(ge=0, le=1)]
@@ -112,6 +113,14 @@ class RememberedBatch(_Out):
     results: list[Remembered]
 
 
+class PatternLift(_Out):
+    """The pattern (a recurring theme) that lifted this memory: it is part of its evidence."""
+
+    id: str
+    title: str | None
+    lift: float
+
+
 class Explain(_Out):
     """Why a result ranked where it did: additive contributions that sum to the score."""
 
@@ -122,6 +131,9 @@ class Explain(_Out):
     fts_rank: int | None
     vector_rank: int | None
     cosine: float | None
+    pattern: PatternLift | None = Field(
+        None, description="A pattern the query matched that holds this memory as evidence."
+    )
     superseded_by: list[str] = Field(
         default_factory=list,
         description="Newer memories that replace this one (it ranks below them).",
@@ -189,6 +201,9 @@ class RecallIndexHealth(_Out):
     supersessions: Count = Field(
         0, description="Directed `supersedes` edges recall knows (older memory -> newer)."
     )
+    patterns: Count = Field(
+        0, description="Active patterns whose evidence recall may lift (`recall.pattern_weight`)."
+    )
     entry_points: dict[str, dict[str, Any]] = Field(
         description="Per entry point (full_text, vectors, graph, columns): kind and size."
     )
@@ -222,6 +237,9 @@ class Health(_Out):
         default_factory=dict,
         description="The LLM (`configured`, provider, model, breaker) and which mode each"
         " task runs in (`tasks`: llm or heuristic).",
+    )
+    cognition: CognitionHealth | None = Field(
+        None, description="The orchestrator's view: agents, LLM mode, database size, self-test."
     )
     schema_version: int
 

@@ -60,6 +60,11 @@ def result_json(scored: Scored, *, explain: bool) -> dict[str, Any]:
             "fts_rank": sig.fts_rank,
             "vector_rank": sig.vector_rank,
             "cosine": sig.cosine,
+            "pattern": (
+                {"id": sig.pattern_id, "title": sig.pattern_title, "lift": sig.pattern}
+                if sig.pattern_id is not None
+                else None
+            ),
             "superseded_by": list(scored.superseded_by),
             "supersedes": list(scored.supersedes),
             "archived_fallback": scored.fallback,

@@ -15,6 +15,7 @@ import typer
 
 from mnemonic import __version__
 from mnemonic.cli import (
+    abstractions,
     agents,
     browse,
     completion,
@@ -22,9 +23,12 @@ from mnemonic.cli import (
     consolidation,
     doctor,
     episodes,
+    insights,
     llm,
     memories,
+    meta,
     purge,
+    reactor,
     reencode,
     service,
     shell_hook,
@@ -149,6 +153,10 @@ for _module in (
     reencode,
     episodes,
     consolidation,
+    reactor,
+    abstractions,
+    insights,
+    meta,
 ):
     _module.register(app)
 app.add_typer(config_cmd.config_app, name="config")

@@ -194,6 +194,9 @@ class DreamCompleted(Event):
     replayed: int
     links_added: int
     took_ms: float
+    links_strengthened: int = 0
+    insights: int = 0
+    trigger: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,6 +205,8 @@ class PatternDiscovered(Event):
     pattern_id: str
     title: str
     memory_ids: tuple[str, ...]
+    concepts: tuple[str, ...] = ()
+    project: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -210,6 +215,8 @@ class AbstractionCreated(Event):
     abstraction_id: str
     level: str
     title: str
+    confidence: float = 0.0
+    children: tuple[str, ...] = ()  # ids of the patterns (principles) it generalises
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -35,6 +35,7 @@ from mnemonic.index.columns import BoolArray, MemoryColumns, SeqArray
 from mnemonic.index.fulltext import FullTextIndex
 from mnemonic.index.fulltext import compact as compact_text
 from mnemonic.index.graph import RELATION_CODES, AssociationGraph, build_csr
+from mnemonic.index.patterns import PatternSet
 from mnemonic.index.snapshot import discard_snapshot, load_snapshot, read_generation
 from mnemonic.index.supersessions import Supersessions
 from mnemonic.index.vectors import AdaptiveVectors
@@ -74,6 +75,8 @@ class RecallIndex:
         self.vectors = AdaptiveVectors(dim, exact_max=vector_exact_max)
         self.graph = AssociationGraph()
         self.supersessions = Supersessions()
+        # loaded by the daemon from the abstraction store, not by builds (index/patterns.py)
+        self.patterns = PatternSet()
         self.state: State = "empty"
         self._pending: list[IndexDelta | _Resync] | None = None
         self.build_seconds: float | None = None
@@ -375,6 +378,7 @@ class RecallIndex:
             "builds": self.builds,
             "last_error": self.last_error,
             "supersessions": len(self.supersessions),
+            "patterns": len(self.patterns),
             "entry_points": {
                 "full_text": self.fulltext.describe() if self.ready else {"kind": "sqlite-fts5"},
                 "vectors": self.vectors.describe(),

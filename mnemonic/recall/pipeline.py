@@ -15,11 +15,12 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from mnemonic.config import RecallConfig
 from mnemonic.index.columns import BoolArray, Traits
+from mnemonic.index.patterns import PatternMatch
 from mnemonic.index.recall_index import RecallIndex
 from mnemonic.llm.embedding import EmbeddingProvider, Vectors
 from mnemonic.recall.activation import Spread, SpreadSettings, spread, spread_arrays
@@ -235,7 +236,17 @@ class Recaller:
         vector_hits = index.nearest(vector, depths[1], allowed, filters)
         direct = self._fuse(fts_hits, vector_hits, depths)
         flow = spread_arrays(self._seeds(direct), index.graph, allowed, self._spread)
-        found = self._rank(direct, flow, fts_hits, vector_hits, keep, index.columns.traits, {})
+        cfg = self._cfg
+        lifted = (
+            index.patterns.match(
+                vector, allowed, threshold=cfg.pattern_threshold, top=cfg.pattern_top
+            )
+            if cfg.pattern_weight > 0 and len(index.patterns)
+            else {}
+        )
+        found = self._rank(
+            direct, flow, fts_hits, vector_hits, keep, index.columns.traits, {}, lifted=lifted
+        )
         if len(index.supersessions):
             found.ranked = self._supersede(found.ranked, allowed, filters)
         return found
@@ -329,13 +340,18 @@ class Recaller:
         traits: Callable[[int], Traits | None],
         known: dict[int, Memory],
         ranked_already: tuple[dict[int, float], list[int]] | None = None,
+        *,
+        lifted: Mapping[int, PatternMatch] | None = None,
     ) -> _Candidates:
         """Score the ``keep`` most relevant candidates; ``ranked_already`` passes the
         relevance and shortlist a caller computed (the SQL path reads those memories
         first), so they are not computed twice."""
         cfg = self._cfg
+        lifted = lifted or {}
         if ranked_already is None:
             relevance = _relevance(direct, flow, cfg.spread_weight)
+            for seq, match in lifted.items():
+                relevance[seq] = relevance.get(seq, 0.0) + cfg.pattern_weight * match.lift
             shortlist = _shortlist(relevance, keep)
         else:
             relevance, shortlist = ranked_already
@@ -356,6 +372,14 @@ class Recaller:
                 vector_rank=vec_rank.get(seq),
                 cosine=cosine.get(seq),
             )
+            by_pattern = lifted.get(seq)
+            if by_pattern is not None:
+                signals = replace(
+                    signals,
+                    pattern=by_pattern.lift,
+                    pattern_id=by_pattern.pattern_id,
+                    pattern_title=by_pattern.title,
+                )
             ranked.append(score(seq, found, signals, cfg, now))
         ranked.sort(key=lambda r: -r.strength)
         return _Candidates(

@@ -29,6 +29,9 @@ class Signals:
     fts_rank: int | None
     vector_rank: int | None
     cosine: float | None
+    pattern: float = 0.0  # lift from a pattern the query matched (index/patterns.py)
+    pattern_id: str | None = None
+    pattern_title: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +95,8 @@ def recency(timestamp: float, now: datetime, half_life_days: float) -> float:
 
 def score(seq: int, traits: Traits, signals: Signals, cfg: RecallConfig, now: datetime) -> Ranked:
     relevance_parts = {"direct": signals.direct, "spread": cfg.spread_weight * signals.spread}
+    if signals.pattern:
+        relevance_parts["pattern"] = cfg.pattern_weight * signals.pattern
     relevance = sum(relevance_parts.values())
     multiplier = (
         cfg.type_weights.get(traits.type, 1.0)

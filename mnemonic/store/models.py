@@ -27,6 +27,7 @@ class Source(StrEnum):
     USER = "user"
     INGEST = "ingest"
     CLI = "cli"  # `mnemonic remember`; "terminal" is the shell-history watcher
+    DREAMING = "dreaming"  # insights the dreamer wrote (agents/dreaming.py)
 
 
 class MemoryState(StrEnum):

@@ -16,6 +16,9 @@ keep their sources. A purge removes a memory and every copy of its text in one
   ``file_memories`` row that maps a watched path to it;
 * its membership of an episode: an episode left empty goes, one that keeps members loses
   its description (built from the purged text) and is described again by the episoder;
+* its rows as a pattern's evidence (``abstraction_evidence``): a pattern left without
+  evidence is demoted, then archived, by the next abstraction cycles;
+* its provenance rows as an insight or an insight's source (``insight_sources``);
 * retrieval logs that describe it: every ``retrieval_queries`` row that returned it, and
   (for purges of up to ``QUOTE_SCAN_MAX_CHARS`` of text) every query whose text quotes it,
   with their ``retrieval_feedback`` rows. A query's text is what the user typed, and
@@ -328,6 +331,13 @@ def _purge_selected(conn: sqlite3.Connection, scope: Scope, project: str | None)
     if _has_table(conn, "memory_merges"):  # merge records of a purged gist or source
         conn.execute(
             f"DELETE FROM memory_merges WHERE gist_seq IN {_IN_SEQS} OR source_seq IN {_IN_SEQS}"
+        )
+    if _has_table(conn, "abstraction_evidence"):  # a pattern's evidence (its memory goes)
+        conn.execute(f"DELETE FROM abstraction_evidence WHERE memory_seq IN {_IN_SEQS}")
+    if _has_table(conn, "insight_sources"):  # provenance of a purged insight or source
+        conn.execute(
+            f"DELETE FROM insight_sources WHERE insight_seq IN {_IN_SEQS}"
+            f" OR source_seq IN {_IN_SEQS}"
         )
     conn.execute(f"DELETE FROM memory_vectors WHERE seq IN {_IN_SEQS}")
     conn.execute(f"DELETE FROM memories_fts WHERE rowid IN {_IN_SEQS}")

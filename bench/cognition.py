@@ -1,0 +1,291 @@
+"""Does the cognitive loop help recall? (issue 13 §6)
+
+Ingests the LoCoMo dev conversations and the LongMemEval dev haystacks into a real daemon
+(subprocess, REST, the protocols of ``bench/locomo.py`` and ``bench/longmemeval.py``), stops
+it cleanly and keeps that home as a template. Each configuration then starts a daemon on a
+copy of the template, lets days pass (``--days``: each day ages the store by one day and
+runs one cycle of every agent of the configuration through ``POST
+/api/v1/agents/{name}/run``, as ``mnemonic run NAME`` would), and asks every question.
+
+Configurations: ``before`` (no agent ran), ``loop`` (every agent), and one ablation per agent
+(``loop - NAME``: the loop with that agent off), so each agent's contribution is the drop
+when it is taken out. Agents the daemon does not have are left out and said so.
+
+    python bench/cognition.py [--datasets locomo,longmemeval] [--lme-limit N] [--days 3]
+        [--no-ablation] [--set section.key=value ...] [--json]
+
+The ingested templates are cached under ``~/.cache/mnemonic-bench/cognition-*`` keyed by
+the data file, the limit, the migrations and the package version, so a second run skips the
+ingest (minutes for LongMemEval's 246 haystacks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import locomo
+import longmemeval
+from agents_phase import age_store
+from server import running_daemon
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = Path.home() / ".cache" / "mnemonic-bench"
+AGENTS = ("episoding", "consolidation", "dreaming", "abstraction", "metacognition")
+# ../shared/data beside the repository; MNEMONIC_BENCH_DATA when run from an export
+SHARED = Path(os.environ.get("MNEMONIC_BENCH_DATA", ROOT.parent / "shared" / "data"))
+
+
+def load(dataset: str, limit: int | None) -> list[dict[str, Any]]:
+    if dataset == "locomo":
+        data: list[dict[str, Any]] = json.loads((SHARED / "locomo-dev.json").read_text())
+        return data
+    with gzip.open(SHARED / "longmemeval-dev.json.gz", "rt") as fh:
+        rows: list[dict[str, Any]] = json.load(fh)
+    return rows[:limit] if limit else rows
+
+
+def cache_key(dataset: str, limit: int | None) -> str:
+    from mnemonic import __version__
+
+    digest = hashlib.sha256(f"{dataset}:{limit}:{__version__}".encode())
+    for path in sorted((ROOT / "migrations").glob("*.sql")):
+        digest.update(path.read_bytes())
+    for name in ("locomo-dev.json", "longmemeval-dev.json.gz"):
+        digest.update(str((SHARED / name).stat().st_mtime_ns).encode())
+    return digest.hexdigest()[:12]
+
+
+# --- ingest once into a template home --------------------------------------------------------
+
+
+def ingest_locomo(client: Any, data: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    spaces = []
+    for sample in data:
+        project = sample["sample_id"]
+        items = locomo.turns(sample)
+        dias: dict[str, list[str]] = {}
+        for t, r in locomo.ingest(client, items, project, "dia_id"):
+            dias.setdefault(r["memory_id"], []).append(t["dia_id"])
+        known = {t["dia_id"] for t in items}
+        spaces.append(
+            {"project": project, "ids": dias, "questions": locomo.questions(sample, known)}
+        )
+    return spaces
+
+
+def ingest_longmemeval(client: Any, data: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    spaces = []
+    for question in data:
+        items = longmemeval.user_turns(question)
+        if not longmemeval.usable(question, items):
+            continue
+        by_id: dict[str, dict[str, Any]] = {}
+        for t, r in locomo.ingest(client, items, question["question_id"], "session"):
+            held = by_id.get(r["memory_id"])
+            by_id[r["memory_id"]] = (
+                t if held is None else {**held, "answer": held["answer"] or t["answer"]}
+            )
+        answers = [t for t in items if t["answer"]]
+        newest = max(answers, key=lambda t: (t["timestamp"], t["session"]))["session"]
+        spaces.append(
+            {
+                "project": question["question_id"],
+                "question": question["question"],
+                "type": question["question_type"],
+                "ids": {
+                    k: {"session": v["session"], "answer": v["answer"]} for k, v in by_id.items()
+                },
+                "answer_sessions": sorted({t["session"] for t in answers}),
+                "newest": newest,
+            }
+        )
+    return spaces
+
+
+def template(dataset: str, limit: int | None) -> Path:
+    """The cached home with the dataset ingested (built on first use)."""
+    folder = CACHE / f"cognition-{dataset}-{cache_key(dataset, limit)}"
+    if (folder / "spaces.json").exists():
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)
+    home = folder / "home"
+    home.mkdir(parents=True)
+    data = load(dataset, limit)
+    t0 = time.perf_counter()
+    with running_daemon({}, home) as (client, _cold):
+        ingest = ingest_locomo if dataset == "locomo" else ingest_longmemeval
+        spaces = ingest(client, data)
+    print(f"  ingested {dataset} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    (folder / "spaces.json").write_text(json.dumps(spaces))
+    return folder
+
+
+# --- one configuration ---------------------------------------------------------------------
+
+
+def ask_locomo(client: Any, spaces: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    rows: list[tuple[int, dict[str, float]]] = []
+    for space in spaces:
+        for q in space["questions"]:
+            resp = client.post(
+                "/api/v1/query",
+                json={"query": q["question"], "project": space["project"], "limit": 10},
+            )
+            resp.raise_for_status()
+            ranked = [space["ids"].get(r["memory"]["id"], []) for r in resp.json()["results"]]
+            rows.append((q["category"], locomo.metrics(ranked, q["evidence"])))
+    return locomo.summarise(rows)
+
+
+def ask_longmemeval(client: Any, spaces: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    rows: list[tuple[str, dict[str, float]]] = []
+    for space in spaces:
+        resp = client.post(
+            "/api/v1/query",
+            json={"query": space["question"], "project": space["project"], "limit": 10},
+        )
+        resp.raise_for_status()
+        ids = space["ids"]
+        ranked = [
+            ids[r["memory"]["id"]] for r in resp.json()["results"] if r["memory"]["id"] in ids
+        ]
+        rows.append(
+            (
+                space["type"],
+                longmemeval.metrics(ranked, set(space["answer_sessions"]), space["newest"]),
+            )
+        )
+    return longmemeval.summarise(rows)
+
+
+def available_agents(client: Any) -> list[str]:
+    resp = client.get("/api/v1/agents")
+    resp.raise_for_status()
+    return [a["name"] for a in resp.json()["items"]]
+
+
+def run_config(
+    folder: Path,
+    dataset: str,
+    agents: list[str],
+    days: int,
+    settings: dict[str, str],
+) -> dict[str, Any]:
+    spaces = json.loads((folder / "spaces.json").read_text())
+    ask: Callable[[Any, list[dict[str, Any]]], dict[str, dict[str, float]]] = (
+        ask_locomo if dataset == "locomo" else ask_longmemeval
+    )
+    with tempfile.TemporaryDirectory(prefix="mnemonic-cognition-") as tmp:
+        home = Path(tmp) / "home"
+        shutil.copytree(folder / "home", home)
+        phase: list[dict[str, Any]] = []
+        with running_daemon(settings, home) as (client, _cold):
+            have = available_agents(client)
+            missing = [a for a in agents if a not in have]
+            run = [a for a in agents if a in have]
+            for day in range(days if run else 0):
+                age_store(home / "data" / "mnemonic.db", 1.0)
+                for name in run:
+                    t0 = time.perf_counter()
+                    resp = client.post(
+                        f"/api/v1/agents/{name}/run", params={"wait": "true"}, timeout=3600
+                    )
+                    resp.raise_for_status()
+                    record = resp.json()["run"]
+                    if not record["ok"]:
+                        raise RuntimeError(f"{name} failed on day {day + 1}: {record['error']}")
+                    phase.append(
+                        {
+                            "day": day + 1,
+                            "agent": name,
+                            "took_s": round(time.perf_counter() - t0, 2),
+                            "summary": record["summary"],
+                        }
+                    )
+            table = ask(client, spaces)
+    return {"table": table, "agents": run, "missing": missing, "phase": phase}
+
+
+# --- report ----------------------------------------------------------------------------------
+
+LOCOMO_COLUMNS = [
+    ("overall", "R@10"),
+    ("overall", "nDCG@10"),
+    ("multi-hop", "R@10"),
+    ("temporal", "R@10"),
+    ("open-domain", "R@10"),
+    ("single-hop", "R@10"),
+]
+LME_COLUMNS = [
+    ("overall", "turn R@10"),
+    ("overall", "session all@5"),
+    ("multi-session", "session all@5"),
+    ("temporal-reasoning", "session all@5"),
+    ("knowledge-update", "newest first"),
+]
+
+
+def print_table(dataset: str, results: dict[str, dict[str, Any]]) -> None:
+    columns = LOCOMO_COLUMNS if dataset == "locomo" else LME_COLUMNS
+    header = " | ".join(f"{group} {metric}" for group, metric in columns)
+    print(f"\n{dataset}\n| configuration | {header} |")
+    print("|---|" + "---|" * len(columns))
+    for name, result in results.items():
+        table = result["table"]
+        cells = " | ".join(f"{table.get(g, {}).get(m, float('nan')):.3f}" for g, m in columns)
+        print(f"| {name} | {cells} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--datasets", default="locomo,longmemeval")
+    parser.add_argument("--lme-limit", type=int, default=None)
+    parser.add_argument("--days", type=int, default=3)
+    parser.add_argument("--agents", default=",".join(AGENTS))
+    parser.add_argument("--no-ablation", action="store_true")
+    parser.add_argument("--set", action="append", default=[], help="section.key=value")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    settings = {}
+    for item in args.set:
+        key, value = item.split("=", 1)
+        section, name = key.split(".", 1)
+        settings[f"MNEMONIC_{section.upper()}__{name.upper()}"] = value
+    agents = [a for a in args.agents.split(",") if a]
+    report: dict[str, Any] = {"settings": settings, "days": args.days, "datasets": {}}
+    for dataset in [d for d in args.datasets.split(",") if d]:
+        folder = template(dataset, args.lme_limit if dataset == "longmemeval" else None)
+        configs: dict[str, list[str]] = {"before": [], "loop": agents}
+        if not args.no_ablation:
+            configs.update({f"loop - {a}": [x for x in agents if x != a] for a in agents})
+        results: dict[str, dict[str, Any]] = {}
+        for name, chosen in configs.items():
+            t0 = time.perf_counter()
+            results[name] = run_config(folder, dataset, chosen, args.days, settings)
+            print(f"  {dataset} {name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        report["datasets"][dataset] = results
+        if not args.json:
+            print_table(dataset, results)
+            missing = results["loop"]["missing"]
+            if missing:
+                print(f"(agents this daemon does not have, left out: {', '.join(missing)})")
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,484 @@
+"""SQLite for the dreamer: what it replays, the terms it links by, the recalls it learns
+from, and its writes (link strengths, ``related`` links, insight memories).
+
+Reads never touch ``access_count`` or ``last_accessed_at``: replay is not access. Each
+write step is one ``BEGIN IMMEDIATE`` transaction, so a cycle that fails leaves every step
+either done or not at all. Links are stored once per unordered pair (``source_seq <
+target_seq``); a write only raises a strength (``max``), never lowers one, and never links
+a memory that left the live states (or the store) since the cycle read it.
+
+An insight is written through the same insert as any observation (``_accept_one``: raw
+row, memory, full-text row, ``embedded = 0``), so the encoder's sweep gives it a vector
+and links, as consolidation does for a gist; its provenance goes to ``insight_sources``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from mnemonic.store.database import Database
+from mnemonic.store.models import Encoded, NewRaw, RawStatus
+from mnemonic.store.sqlite import _accept_one
+from mnemonic.timeutil import from_db, to_db
+
+CURSOR_META = "dreaming.replay_cursor"  # seq the next replay window starts after
+QUERY_META = "dreaming.query_rowid"  # retrieval_queries rowid read up to
+STARTED_META = "dreaming.last_started_at"  # epoch seconds of the last cycle's start
+SOURCE = "dreaming"
+LIVE = "('active', 'fading')"
+TERM_PAGE = 20_000
+_IN_JSON = "(SELECT value FROM json_each(?))"
+
+
+@dataclass(frozen=True, slots=True)
+class TermRow:
+    seq: int
+    terms: tuple[str, ...]
+    episode: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    a: int
+    b: int
+    relation: str
+    strength: float
+
+
+@dataclass(frozen=True, slots=True)
+class QueryRow:
+    rowid: int
+    results: tuple[str, ...]  # memory ids, best first
+    helpful: tuple[str, ...]  # ids rated helpful
+    irrelevant: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class InsightPlan:
+    raw: NewRaw
+    encoded: Encoded
+    digest: str
+    sources: tuple[int, ...]  # seqs
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    memory_id: str
+    seq: int
+    raw_id: str
+    project: str
+
+
+@dataclass(frozen=True, slots=True)
+class InsightRow:
+    seq: int
+    id: str
+    project: str
+    content: str
+    summary: str
+    concepts: tuple[str, ...]
+    state: str
+    timestamp: datetime
+    salience: float
+    metadata: dict[str, Any]
+    source_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class SourceBrief:
+    id: str
+    summary: str
+    project: str
+    type: str
+    state: str
+    timestamp: datetime
+
+
+def _terms(concepts: str | None, entities: str | None) -> tuple[str, ...]:
+    found: list[str] = []
+    for blob in (entities, concepts):
+        try:
+            value = json.loads(blob) if blob else []
+        except ValueError:
+            continue
+        if isinstance(value, list):
+            found += [v for v in value if isinstance(v, str)]
+    return tuple(found)
+
+
+def _json_ids(items: Sequence[int | str]) -> str:
+    return json.dumps(list(items))
+
+
+class SQLiteDreaming:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # ---- meta -----------------------------------------------------------------------------
+    async def get_meta(self, key: str) -> str | None:
+        def work(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute("SELECT value FROM system_meta WHERE key = ?", (key,)).fetchone()
+            return str(row[0]) if row else None
+
+        return await self.db.run_read(work)
+
+    async def set_meta(self, values: dict[str, str], now: datetime) -> None:
+        stamp = to_db(now)
+
+        def work(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "INSERT INTO system_meta (key, value, updated_at) VALUES (?, ?, ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value,"
+                " updated_at = excluded.updated_at",
+                [(k, v, stamp) for k, v in values.items()],
+            )
+
+        await self.db.run_write(work, bookkeeping=True)
+
+    # ---- replay ---------------------------------------------------------------------------
+    async def replay_window(self, after_seq: int, limit: int) -> list[tuple[int, float]]:
+        """Up to ``limit`` live memories after ``after_seq`` (seq order): (seq, salience).
+        Insights the dreamer wrote are not replayed (they would echo themselves)."""
+
+        def work(conn: sqlite3.Connection) -> list[tuple[int, float]]:
+            rows = conn.execute(
+                f"SELECT seq, salience FROM memories WHERE seq > ? AND state IN {LIVE}"
+                " AND source <> ? ORDER BY seq LIMIT ?",
+                (after_seq, SOURCE, limit),
+            ).fetchall()
+            return [(int(r[0]), float(r[1])) for r in rows]
+
+        return await self.db.run_read(work)
+
+    async def term_rows(self, after_seq: int, limit: int) -> list[TermRow]:
+        """A page of live memories (not the dreamer's own) with their concepts and
+        entities and their episode, in seq order."""
+
+        def work(conn: sqlite3.Connection) -> list[TermRow]:
+            rows = conn.execute(
+                "SELECT m.seq, m.concepts, CASE WHEN json_valid(m.metadata)"
+                " THEN json_extract(m.metadata, '$.entities') END, e.episode_id"
+                " FROM memories m LEFT JOIN episode_memories e ON e.memory_seq = m.seq"
+                f" WHERE m.seq > ? AND m.state IN {LIVE} AND m.source <> ?"
+                " ORDER BY m.seq LIMIT ?",
+                (after_seq, SOURCE, limit),
+            ).fetchall()
+            # parsed here, on the reader's thread, not on the event loop
+            return [TermRow(int(r[0]), _terms(r[1], r[2]), r[3]) for r in rows]
+
+        return await self.db.run_read(work)
+
+    # ---- links ----------------------------------------------------------------------------
+    async def links_touching(self, seqs: Sequence[int], min_strength: float = 0.0) -> list[Link]:
+        """Every link with an end in ``seqs`` at or above ``min_strength``."""
+        if not seqs:
+            return []
+
+        def work(conn: sqlite3.Connection) -> list[Link]:
+            ids = _json_ids(sorted(set(seqs)))
+            rows = conn.execute(
+                "SELECT source_seq, target_seq, relation, strength FROM associations"
+                f" WHERE source_seq IN {_IN_JSON} AND strength >= ?"
+                " UNION SELECT source_seq, target_seq, relation, strength FROM associations"
+                f" WHERE target_seq IN {_IN_JSON} AND strength >= ?",
+                (ids, min_strength, ids, min_strength),
+            ).fetchall()
+            return [Link(int(r[0]), int(r[1]), str(r[2]), float(r[3])) for r in rows]
+
+        return await self.db.run_read(work)
+
+    async def links_of_pairs(self, pairs: Sequence[tuple[int, int]]) -> list[Link]:
+        """The links (any relation) of each pair ``(low, high)``."""
+        if not pairs:
+            return []
+
+        def work(conn: sqlite3.Connection) -> list[Link]:
+            found: list[Link] = []
+            for a, b in pairs:
+                for rel, strength in conn.execute(
+                    "SELECT relation, strength FROM associations"
+                    " WHERE source_seq = ? AND target_seq = ?",
+                    (a, b),
+                ):
+                    found.append(Link(a, b, str(rel), float(strength)))
+            return found
+
+        return await self.db.run_read(work)
+
+    async def related_counts(self, seqs: Sequence[int]) -> dict[int, int]:
+        """How many ``related`` links each of ``seqs`` has."""
+
+        def work(conn: sqlite3.Connection) -> dict[int, int]:
+            out: dict[int, int] = {}
+            for seq in set(seqs):
+                n = conn.execute(
+                    "SELECT (SELECT count(*) FROM associations WHERE source_seq = ?"
+                    " AND relation = 'related') + (SELECT count(*) FROM associations"
+                    " WHERE target_seq = ? AND relation = 'related')",
+                    (seq, seq),
+                ).fetchone()[0]
+                if n:
+                    out[seq] = int(n)
+            return out
+
+        return await self.db.run_read(work)
+
+    async def raise_strengths(self, updates: Sequence[Link], now: datetime) -> int:
+        """Raise each existing link to the given strength (never lower; the link must
+        still exist). One transaction; returns the links changed."""
+        stamp = to_db(now)
+
+        def work(conn: sqlite3.Connection) -> int:
+            changed = 0
+            for u in updates:
+                changed += conn.execute(
+                    "UPDATE associations SET strength = ?, updated_at = ? WHERE source_seq = ?"
+                    " AND target_seq = ? AND relation = ? AND strength < ?",
+                    (u.strength, stamp, u.a, u.b, u.relation, u.strength),
+                ).rowcount
+            return changed
+
+        return await self.db.run_write(work) if updates else 0
+
+    async def add_links(self, links: Sequence[Link], now: datetime) -> tuple[int, int]:
+        """Insert each link between two memories still live, or raise an existing one of
+        the same pair and relation; one transaction. Returns (added, raised)."""
+        stamp = to_db(now)
+
+        def work(conn: sqlite3.Connection) -> tuple[int, int]:
+            added = raised = 0
+            for link in links:
+                live = conn.execute(
+                    f"SELECT count(*) FROM memories WHERE seq IN (?, ?) AND state IN {LIVE}",
+                    (link.a, link.b),
+                ).fetchone()[0]
+                if live != 2:
+                    continue
+                old = conn.execute(
+                    "SELECT strength FROM associations WHERE source_seq = ? AND target_seq = ?"
+                    " AND relation = ?",
+                    (link.a, link.b, link.relation),
+                ).fetchone()
+                if old is None:
+                    conn.execute(
+                        "INSERT INTO associations (source_seq, target_seq, relation, strength,"
+                        " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                        (link.a, link.b, link.relation, link.strength, stamp, stamp),
+                    )
+                    added += 1
+                elif float(old[0]) < link.strength:
+                    conn.execute(
+                        "UPDATE associations SET strength = ?, updated_at = ? WHERE"
+                        " source_seq = ? AND target_seq = ? AND relation = ?",
+                        (link.strength, stamp, link.a, link.b, link.relation),
+                    )
+                    raised += 1
+            return added, raised
+
+        return await self.db.run_write(work) if links else (0, 0)
+
+    # ---- recalls ----------------------------------------------------------------------------
+    async def queries(
+        self, after_rowid: int, limit: int, *, newest: bool = False
+    ) -> list[QueryRow]:
+        """Logged recalls after ``after_rowid`` (oldest first), or the newest ``limit``,
+        with the ids their feedback rated helpful or irrelevant."""
+
+        def work(conn: sqlite3.Connection) -> list[QueryRow]:
+            if newest:
+                rows = conn.execute(
+                    "SELECT rowid, id, result_ids FROM retrieval_queries"
+                    " ORDER BY rowid DESC LIMIT ?",
+                    (limit,),
+                ).fetchall()
+            else:
+                rows = conn.execute(
+                    "SELECT rowid, id, result_ids FROM retrieval_queries WHERE rowid > ?"
+                    " ORDER BY rowid LIMIT ?",
+                    (after_rowid, limit),
+                ).fetchall()
+            out: list[QueryRow] = []
+            for rowid, qid, results in rows:
+                rated: dict[str, list[str]] = {"helpful": [], "irrelevant": []}
+                for quality, ids in conn.execute(
+                    "SELECT quality, memory_ids FROM retrieval_feedback WHERE query_id = ?",
+                    (qid,),
+                ):
+                    if quality in rated:
+                        rated[quality] += _strings(ids)
+                out.append(
+                    QueryRow(int(rowid), tuple(_strings(results)), tuple(rated["helpful"]),
+                             tuple(rated["irrelevant"]))
+                )  # fmt: skip
+            return out
+
+        return await self.db.run_read(work)
+
+    async def live_seqs(self, memory_ids: Sequence[str]) -> dict[str, int]:
+        """Seq of each id that names a live memory."""
+        if not memory_ids:
+            return {}
+
+        def work(conn: sqlite3.Connection) -> dict[str, int]:
+            rows = conn.execute(
+                f"SELECT id, seq FROM memories WHERE id IN {_IN_JSON} AND state IN {LIVE}",
+                (json.dumps(sorted(set(memory_ids))),),
+            ).fetchall()
+            return {str(r[0]): int(r[1]) for r in rows}
+
+        return await self.db.run_read(work)
+
+    # ---- insights ---------------------------------------------------------------------------
+    async def insight_keys(self) -> frozenset[str]:
+        """The keys of every insight written so far (through its provenance rows)."""
+
+        def work(conn: sqlite3.Connection) -> frozenset[str]:
+            rows = conn.execute(
+                "SELECT json_extract(metadata, '$.dreaming.key') FROM memories"
+                " WHERE source = ? AND type = 'insight' AND json_valid(metadata)",
+                (SOURCE,),
+            ).fetchall()
+            return frozenset(str(r[0]) for r in rows if r[0])
+
+        return await self.db.run_read(work)
+
+    async def source_details(
+        self, seqs: Sequence[int]
+    ) -> dict[int, tuple[str, str, float, str | None, str, str, datetime | None]]:
+        """Per seq: (project, content, salience, episode id, episode title, timestamp,
+        episode start)."""
+
+        def work(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            return conn.execute(
+                "SELECT m.seq, m.project, m.content, m.salience, e.id, e.title, m.timestamp,"
+                " e.started_at FROM memories m LEFT JOIN episode_memories em"
+                " ON em.memory_seq = m.seq LEFT JOIN episodes e ON e.id = em.episode_id"
+                f" WHERE m.seq IN {_IN_JSON}",
+                (_json_ids(sorted(set(seqs))),),
+            ).fetchall()
+
+        rows = await self.db.run_read(work)
+        return {
+            int(r[0]): (
+                str(r[1]), str(r[2]), float(r[3]), r[4], str(r[5] or ""), str(r[6]),
+                from_db(r[7]) if r[7] else None,
+            )
+            for r in rows
+        }  # fmt: skip
+
+    async def write_insights(self, plans: Sequence[InsightPlan]) -> list[Written]:
+        """Each insight with its provenance, all in one transaction; one whose sources are
+        no longer all there, or whose text already lives in its project, is skipped."""
+
+        def work(conn: sqlite3.Connection) -> list[Written]:
+            done: list[Written] = []
+            for plan in plans:
+                there = conn.execute(
+                    f"SELECT count(*) FROM memories WHERE seq IN {_IN_JSON}",
+                    (_json_ids(plan.sources),),
+                ).fetchone()[0]
+                if there != len(set(plan.sources)):
+                    continue
+                conn.execute("SAVEPOINT insight")
+                accepted = _accept_one(conn, plan.raw, plan.encoded, plan.digest, 0.0)
+                if accepted.status is not RawStatus.ACCEPTED:  # never reinforce on replay
+                    conn.execute("ROLLBACK TO insight")
+                    conn.execute("RELEASE insight")
+                    continue
+                conn.executemany(
+                    "INSERT INTO insight_sources (insight_seq, source_seq) VALUES (?, ?)",
+                    [(accepted.seq, s) for s in sorted(set(plan.sources))],
+                )
+                conn.execute("RELEASE insight")
+                done.append(
+                    Written(accepted.memory_id, accepted.seq, accepted.raw_id, plan.raw.project)
+                )
+            return done
+
+        return await self.db.run_write(work) if plans else []
+
+    async def list_insights(
+        self,
+        *,
+        project: str | None = None,
+        before_seq: int | None = None,
+        before: datetime | None = None,
+        limit: int = 50,
+    ) -> list[InsightRow]:
+        """The dreamer's insights, newest first."""
+
+        def work(conn: sqlite3.Connection) -> list[InsightRow]:
+            where = ["type = 'insight'", "source = ?"]
+            args: list[Any] = [SOURCE]
+            if project is not None:
+                where.append("project = ?")
+                args.append(project)
+            if before_seq is not None:
+                where.append("seq < ?")
+                args.append(before_seq)
+            if before is not None:
+                where.append("timestamp < ?")
+                args.append(to_db(before))
+            rows = conn.execute(
+                f"SELECT {_INSIGHT_COLS} FROM memories WHERE {' AND '.join(where)}"
+                " ORDER BY seq DESC LIMIT ?",
+                [*args, limit],
+            ).fetchall()
+            return [_insight(conn, r) for r in rows]
+
+        return await self.db.run_read(work)
+
+    async def get_insight(self, memory_id: str) -> tuple[InsightRow, list[SourceBrief]] | None:
+        """An insight and its source memories (seq order), or None."""
+
+        def work(conn: sqlite3.Connection) -> tuple[InsightRow, list[SourceBrief]] | None:
+            row = conn.execute(
+                f"SELECT {_INSIGHT_COLS} FROM memories WHERE id = ? AND type = 'insight'"
+                " AND source = ?",
+                (memory_id, SOURCE),
+            ).fetchone()
+            if row is None:
+                return None
+            sources = conn.execute(
+                "SELECT m.id, m.summary, m.project, m.type, m.state, m.timestamp FROM"
+                " insight_sources s JOIN memories m ON m.seq = s.source_seq"
+                " WHERE s.insight_seq = ? ORDER BY m.seq",
+                (int(row[0]),),
+            ).fetchall()
+            briefs = [
+                SourceBrief(str(s[0]), str(s[1]), str(s[2]), str(s[3]), str(s[4]), from_db(s[5]))
+                for s in sources
+            ]
+            return _insight(conn, row), briefs
+
+        return await self.db.run_read(work)
+
+
+_INSIGHT_COLS = "seq, id, project, content, summary, concepts, state, timestamp, salience, metadata"
+
+
+def _insight(conn: sqlite3.Connection, r: Any) -> InsightRow:
+    n = conn.execute(
+        "SELECT count(*) FROM insight_sources WHERE insight_seq = ?", (int(r[0]),)
+    ).fetchone()[0]
+    try:
+        meta = json.loads(r[9])
+    except ValueError:
+        meta = {}
+    return InsightRow(
+        int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), tuple(_strings(r[5])),
+        str(r[6]), from_db(r[7]), float(r[8]), meta if isinstance(meta, dict) else {}, int(n),
+    )  # fmt: skip
+
+
+def _strings(blob: str | None) -> list[str]:
+    try:
+        value = json.loads(blob) if blob else []
+    except ValueError:
+        return []
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
