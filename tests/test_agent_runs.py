@@ -243,3 +243,26 @@ def test_background_starts_refuse_a_second_in_the_same_tick_and_stop_cancels_the
         await db.close()
 
     asyncio.run(main())
+
+
+def test_the_run_log_keeps_the_newest_500_of_each_agent_however_they_interleave(
+    tmp_path: Path,
+) -> None:
+    """Ids are shared by every agent: trimming by id arithmetic kept about 500 / (number of
+    agents) runs of each (found by the 1,000-cycle walk: 86 of 191)."""
+
+    async def main() -> None:
+        db = await _db(tmp_path / "m.db")
+        runs = SQLiteRunLog(db)
+        for i in range(600):
+            for agent in ("a", "b", "c"):
+                await runs.begin(agent, "schedule", START + timedelta(seconds=i))
+
+        def counts(conn: Any) -> dict[str, int]:
+            rows = conn.execute("SELECT agent, count(*) FROM agent_runs GROUP BY agent")
+            return {str(a): int(n) for a, n in rows}
+
+        assert await db.run_read(counts) == {"a": 500, "b": 500, "c": 500}
+        await db.close()
+
+    asyncio.run(main())

@@ -17,6 +17,7 @@ from support.api import remember
         ("/api/v1/memories", b'{"content": "   "}', 422, "content"),
         ("/api/v1/memories", b'{"content": 5}', 422, "content"),
         ("/api/v1/memories", b'{"content": "x", "source": "telepathy"}', 422, "source"),
+        ("/api/v1/memories", b'{"content": "x", "source": "dreaming"}', 422, "source"),
         ("/api/v1/memories", b'{"content": "x", "type": "gossip"}', 422, "type"),
         ("/api/v1/memories", b'{"content": "x", "timestamp": "yesterday-ish"}', 422, "timestamp"),
         ("/api/v1/memories", b'{"content": "x", "metadata": [1]}', 422, "metadata"),

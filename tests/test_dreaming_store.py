@@ -319,7 +319,11 @@ def test_a_failure_mid_cycle_leaves_no_half_written_insight(tmp_path: Path) -> N
     assert not [e for e in events if isinstance(e, DreamCompleted)]
 
 
-def test_purging_a_source_or_the_insight_removes_its_provenance(tmp_path: Path) -> None:
+def test_purging_a_source_purges_its_insight_and_purging_an_insight_keeps_sources(
+    tmp_path: Path,
+) -> None:
+    """An insight's text names terms and episode titles taken from its sources, so a purge
+    of a source takes the insight with it; purging the insight leaves its sources."""
     path = tmp_path / "m.db"
     clock = Clock()
 
@@ -328,19 +332,31 @@ def test_purging_a_source_or_the_insight_removes_its_provenance(tmp_path: Path) 
         await _agent(db, clock, []).run_cycle("manual")
         (insight,) = _rows(path, "SELECT id FROM memories WHERE source = 'dreaming'")
         purged = await SQLitePurger(db).purge("id", [ids[0]])
-        assert purged.counts.memories == 1
+        assert purged.counts.memories == 2  # the source and the insight drawn from it
         return str(insight[0]), ids
 
     insight, ids = _run(path, scenario)
-    assert _rows(path, "SELECT count(*) FROM insight_sources") == [(2,)]
-    assert _rows(path, "SELECT state FROM memories WHERE id = ?", (insight,)) == [("active",)]
-
-    async def purge_insight(db: Database) -> None:
-        await SQLitePurger(db).purge("id", [insight])
-
-    _run(path, purge_insight)
     assert _rows(path, "SELECT count(*) FROM insight_sources") == [(0,)]
+    assert _rows(path, "SELECT count(*) FROM memories WHERE id = ?", (insight,)) == [(0,)]
     assert _rows(path, "SELECT count(*) FROM memories WHERE id = ?", (ids[1],)) == [(1,)]
+
+
+def test_purging_an_insight_keeps_its_sources(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    clock = Clock()
+
+    async def scenario(db: Database) -> list[str]:
+        ids = await _seed(db, clock.now)
+        await _agent(db, clock, []).run_cycle("manual")
+        (insight,) = _rows(path, "SELECT id FROM memories WHERE source = 'dreaming'")
+        purged = await SQLitePurger(db).purge("id", [str(insight[0])])
+        assert purged.counts.memories == 1
+        return ids
+
+    ids = _run(path, scenario)
+    assert _rows(path, "SELECT count(*) FROM insight_sources") == [(0,)]
+    assert _rows(path, "SELECT count(*) FROM memories WHERE source = 'dreaming'") == [(0,)]
+    assert _rows(path, "SELECT count(*) FROM memories WHERE id IN (?, ?)", tuple(ids[:2])) == [(2,)]
 
 
 def test_insight_text_goes_through_redaction_and_listing_reads_it_back(tmp_path: Path) -> None:

@@ -293,30 +293,43 @@ class DreamingAgent:
         now: datetime,
         counts: Counter[str],
     ) -> None:
+        # every step over the candidates runs in a worker thread: at 100k memories building
+        # the pairs and their lookups held the event loop for ~0.3 s (a measured stall)
         a, b, evidence = await asyncio.to_thread(cross_candidates, index, seed_rows, self._links)
-        pairs = [(int(index.seq[i]), int(index.seq[j])) for i, j in zip(a, b, strict=True)]
-        strengths = evidence_strength(evidence, self._cfg.max_link_strength)
+        max_strength = self._cfg.max_link_strength
+
+        def pairs_of() -> tuple[list[tuple[int, int]], Any]:
+            pairs = [(int(index.seq[i]), int(index.seq[j])) for i, j in zip(a, b, strict=True)]
+            return pairs, evidence_strength(evidence, max_strength)
+
+        pairs, strengths = await asyncio.to_thread(pairs_of)
         existing = await self._store.links_touching(sorted({s for p in pairs for s in p}))
-        by_pair: dict[tuple[int, int], set[str]] = {}
-        for link in existing:
-            by_pair.setdefault((link.a, link.b), set()).add(link.relation)
-        # a pair linked by another relation is connected already; a related one is raised
-        raise_ = [
-            Link(x, y, RELATED, float(s))
-            for (x, y), s in zip(pairs, strengths, strict=True)
-            if RELATED in by_pair.get((x, y), set())
-        ]
-        extra = [k for k in extra if (k.a, k.b) not in by_pair]
-        taken = {(k.a, k.b) for k in extra}
-        fresh = [
-            (p, float(s), float(e))
-            for p, s, e in zip(pairs, strengths, evidence, strict=True)
-            if p not in by_pair and p not in taken
-        ]
-        # co-retrieval links first (behaviour beats word overlap), then by evidence
-        cand = [((k.a, k.b), k.strength, float("inf")) for k in extra] + fresh
+
+        def split() -> tuple[list[Link], list[Link], list[tuple[tuple[int, int], float, float]]]:
+            by_pair: dict[tuple[int, int], set[str]] = {}
+            for link in existing:
+                by_pair.setdefault((link.a, link.b), set()).add(link.relation)
+            # a pair linked by another relation is connected already; a related one is raised
+            raised = [
+                Link(x, y, RELATED, float(s))
+                for (x, y), s in zip(pairs, strengths, strict=True)
+                if RELATED in by_pair.get((x, y), set())
+            ]
+            kept = [k for k in extra if (k.a, k.b) not in by_pair]
+            taken = {(k.a, k.b) for k in kept}
+            fresh = [
+                (p, float(s), float(e))
+                for p, s, e in zip(pairs, strengths, evidence, strict=True)
+                if p not in by_pair and p not in taken
+            ]
+            # co-retrieval links first (behaviour beats word overlap), then by evidence
+            cand = [((k.a, k.b), k.strength, float("inf")) for k in kept] + fresh
+            return raised, kept, cand
+
+        raise_, extra, cand = await asyncio.to_thread(split)
         have = await self._store.related_counts(sorted({s for p, _, _ in cand for s in p}))
-        chosen = choose_links(
+        chosen = await asyncio.to_thread(
+            choose_links,
             [p[0] for p, _, _ in cand],
             [p[1] for p, _, _ in cand],
             [e for _, _, e in cand],

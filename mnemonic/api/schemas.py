@@ -132,6 +132,15 @@ class RememberBody(_Body):
     timestamp: When | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("source")
+    @classmethod
+    def _not_internal(cls, value: Source) -> Source:
+        """``dreaming`` marks insights the dreamer wrote, with provenance rows; a client
+        writing it would forge that provenance."""
+        if value is Source.DREAMING:
+            raise ValueError("source 'dreaming' is written only by the dreaming agent")
+        return value
+
     @field_validator("metadata")
     @classmethod
     def _small(cls, value: dict[str, Any]) -> dict[str, Any]:

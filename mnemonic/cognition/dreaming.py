@@ -259,7 +259,8 @@ def cross_candidates(index: TermIndex, seeds: Ints, p: LinkParams) -> tuple[Ints
     group = np.cumsum(first) - 1
     evidence: Floats = np.bincount(group, weights=idf[term[order]]).astype(np.float64)
     a, b = lo[order][first], hi[order][first]
-    keep = evidence >= p.min_shared_idf
+    # evidence 0 (terms every memory holds) would be a link of strength 0: none at all
+    keep = (evidence >= p.min_shared_idf) & (evidence > 0)
     a, b, evidence = a[keep], b[keep], evidence[keep]
     if len(a) == 0:
         return empty

@@ -38,9 +38,12 @@ class SQLiteRunLog:
                 "INSERT INTO agent_runs (agent, trigger, started_at) VALUES (?, ?, ?)",
                 (agent, trigger, to_db(started_at)),
             )
+            # ids are shared by every agent, so "the newest N of this one" is counted by
+            # offset (agent_runs_agent index), not by id arithmetic
             conn.execute(
-                "DELETE FROM agent_runs WHERE agent = ? AND id <= ?",
-                (agent, int(cur.lastrowid or 0) - _KEEP_PER_AGENT),
+                "DELETE FROM agent_runs WHERE agent = ? AND id <= (SELECT id FROM agent_runs"
+                " WHERE agent = ? ORDER BY id DESC LIMIT 1 OFFSET ?)",
+                (agent, agent, _KEEP_PER_AGENT),
             )
             return int(cur.lastrowid or 0)
 

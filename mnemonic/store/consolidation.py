@@ -463,6 +463,7 @@ def _copy_links(conn: sqlite3.Connection, seqs: list[int], gist: int, stamp: str
             other = b if a in inside else a
             key = (min(gist, other), max(gist, other), rel)
         best[key] = max(best.get(key, 0.0), float(strength))
+    _cap_related(best, rows, inside)
     # A memory that superseded one source supersedes the gist only if it is newer than
     # every source (the gist carries the newest one's date); else the gist, holding a
     # later fact too, would rank below something older, or two memories would each
@@ -484,6 +485,23 @@ def _copy_links(conn: sqlite3.Connection, seqs: list[int], gist: int, stamp: str
         " strength = max(strength, excluded.strength), updated_at = excluded.updated_at",
         [(a, b, rel, s, stamp, stamp) for (a, b, rel), s in best.items()],
     )
+
+
+def _cap_related(
+    best: dict[tuple[int, int, str], float], rows: list[Any], inside: set[int]
+) -> None:
+    """Keep only the strongest ``related`` links of the gist, as many as its best-linked
+    source had: the dreamer caps them per memory (``dreaming.max_related_per_memory``),
+    and a gist inheriting every source's would hold several times that (found by the
+    1,000-cycle walk, tests/test_cognition_properties.py)."""
+    per_source: dict[int, int] = {}
+    for a, b, rel, _ in rows:
+        if rel == "related" and not (a in inside and b in inside):
+            source = a if a in inside else b
+            per_source[source] = per_source.get(source, 0) + 1
+    related = sorted((k for k in best if k[2] == "related"), key=lambda k: -best[k])
+    for key in related[max(per_source.values(), default=0) :]:
+        del best[key]
 
 
 def _unmerge(conn: sqlite3.Connection, gist_id: str, stamp: str) -> list[str]:

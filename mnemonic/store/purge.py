@@ -18,7 +18,9 @@ keep their sources. A purge removes a memory and every copy of its text in one
   its description (built from the purged text) and is described again by the episoder;
 * its rows as a pattern's evidence (``abstraction_evidence``): a pattern left without
   evidence is demoted, then archived, by the next abstraction cycles;
-* its provenance rows as an insight or an insight's source (``insight_sources``);
+* the dreamer's insights built from it (their text names terms and episode titles taken
+  from their sources; the other sources stay) and every ``insight_sources`` row of the
+  purged memories;
 * retrieval logs that describe it: every ``retrieval_queries`` row that returned it, and
   (for purges of up to ``QUOTE_SCAN_MAX_CHARS`` of text) every query whose text quotes it,
   with their ``retrieval_feedback`` rows. A query's text is what the user typed, and
@@ -244,10 +246,12 @@ def _select(
     project: str | None,
 ) -> None:
     """Fill ``temp.purge_seqs``/``purge_ids`` with the selection and, transitively, the
-    memories merged into it and the consolidation gists built from it (whose other
-    sources, merged into the gist, follow: near-duplicates of the purged text)."""
+    memories merged into it, the consolidation gists built from it (whose other
+    sources, merged into the gist, follow: near-duplicates of the purged text) and the
+    insights drawn from it."""
     _temp(conn)
     gists = _has_table(conn, "memory_merges")
+    insights = _has_table(conn, "insight_sources")
     conn.executemany(
         "INSERT OR IGNORE INTO temp.purge_seqs (seq) SELECT seq FROM memories WHERE id = ?",
         [(i,) for i in memory_ids],
@@ -277,6 +281,12 @@ def _select(
                 "INSERT OR IGNORE INTO temp.purge_seqs (seq) SELECT gist_seq FROM memory_merges"
                 " WHERE source_seq IN (SELECT seq FROM temp.purge_seqs) AND unmerged_at IS NULL"
                 " AND gist_seq NOT IN (SELECT seq FROM temp.purge_seqs)"
+            ).rowcount
+        if insights:  # an insight names terms and episode titles taken from its sources
+            added += conn.execute(
+                "INSERT OR IGNORE INTO temp.purge_seqs (seq) SELECT insight_seq"
+                " FROM insight_sources WHERE source_seq IN (SELECT seq FROM temp.purge_seqs)"
+                " AND insight_seq NOT IN (SELECT seq FROM temp.purge_seqs)"
             ).rowcount
         if added <= 0:
             return
