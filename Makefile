@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 
-.PHONY: run test lint typecheck unit install dev bench-locomo bench-longmemeval bench-latency bench-embedding bench-redact bench-runtime bench-filter bench-watch-fs bench-perception bench-recall-scale clean
+.PHONY: run test lint typecheck unit install dev web bench-dashboard screenshots bench-locomo bench-longmemeval bench-latency bench-embedding bench-redact bench-runtime bench-filter bench-watch-fs bench-perception bench-recall-scale clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +69,20 @@ bench-perception: dev
 
 bench-recall-scale: dev
 	$(BIN)/python bench/recall_scale.py
+
+## Re-fetch the dashboard's vendored libraries (web/vendor) from their npm tarballs and
+## rewrite MANIFEST.json's hashes; the output is committed, so running needs no Node.
+web: dev
+	$(BIN)/python tests/support/vendor.py fetch
+	$(BIN)/python tests/support/vendor.py
+
+## The dashboard with 100k memories: first paint, search round trip, live-page memory.
+bench-dashboard: dev
+	$(BIN)/python bench/dashboard.py
+
+## Every dashboard view at 1280x800, light and dark, into docs/screenshots/.
+screenshots: dev
+	$(BIN)/python bench/screenshots.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -32,6 +32,7 @@ from mnemonic.api.agent_routes import build_agent_routes
 from mnemonic.api.app import build_app
 from mnemonic.api.browse_routes import build_browse_routes
 from mnemonic.api.consolidation_routes import build_consolidation_routes
+from mnemonic.api.dashboard_routes import build_dashboard_routes
 from mnemonic.api.enrichment_routes import build_enrichment_routes
 from mnemonic.api.episode_routes import build_episode_routes
 from mnemonic.api.exclusion_routes import build_exclusion_routes
@@ -41,7 +42,10 @@ from mnemonic.api.meta_routes import build_meta_routes
 from mnemonic.api.metrics import Metrics, MetricsSnapshot, fold_serials
 from mnemonic.api.purge_routes import build_purge_routes
 from mnemonic.api.reactor_routes import build_reactor_routes
+from mnemonic.api.session import WebAuth
+from mnemonic.api.settings_routes import TokenRotator, build_settings_routes
 from mnemonic.api.supersession_routes import build_supersession_routes
+from mnemonic.api.tool_usage_routes import build_tool_usage_routes
 from mnemonic.api.ws import EventStream
 from mnemonic.api_token import TOKEN_ENV, load_or_create_token
 from mnemonic.app.activity import ActivityLog
@@ -61,6 +65,7 @@ from mnemonic.index.recall_index import RecallIndex
 from mnemonic.index.snapshot import NotSaved, discard_snapshot, save_current
 from mnemonic.llm.completion.build import build_completer
 from mnemonic.llm.embedding import EmbeddingProvider
+from mnemonic.mcp.mount import McpMount
 from mnemonic.paths import Paths
 from mnemonic.perception import HeuristicFilter, ProjectResolver, RuntimeExclusions
 from mnemonic.private_files import restrict, write_private_text
@@ -79,6 +84,7 @@ from mnemonic.store.abstractions import SQLiteAbstractions
 from mnemonic.store.agent_runs import SQLiteRunLog
 from mnemonic.store.browse import SQLiteBrowser
 from mnemonic.store.consolidation import SQLiteConsolidation
+from mnemonic.store.dashboard import SQLiteDashboard
 from mnemonic.store.database import Database
 from mnemonic.store.dreaming import SQLiteDreaming
 from mnemonic.store.enrichment import SQLiteEnrichment
@@ -93,6 +99,7 @@ from mnemonic.store.recovery import mark_clean
 from mnemonic.store.repair import repair_non_finite_metadata
 from mnemonic.store.sqlite import SQLiteStore
 from mnemonic.store.supersessions import SQLiteSupersessions
+from mnemonic.store.tool_usage import SQLiteToolUsage
 from mnemonic.timeutil import utcnow
 from mnemonic.watchers.base import Watcher
 
@@ -226,6 +233,9 @@ class Daemon:
         self.cfg = cfg
         self.paths = paths
         self.token = token
+        # the token in force and the dashboard's browser sessions (api/session.py): the
+        # guard checks it, token rotation swaps it with ``web_auth.set_token``
+        self.web_auth = WebAuth(token)
         self.notices = list(notices)  # degraded-at-start reasons, e.g. a database moved aside
         self.started_at = time.time()
         self.ready = False
@@ -331,6 +341,8 @@ class Daemon:
         self.metrics = Metrics(self.metrics_snapshot, version=__version__)
         self.service.recall_observers.append(self.metrics.observe_recall)
         self.service.stage_observers.append(self.metrics.observe_recall_stages)
+        self.tool_usage = SQLiteToolUsage(self.db, retention_days=cfg.mcp.usage_retention_days)
+        self.mcp = McpMount(cfg, self.web_auth, self.projects)  # /mcp (mnemonic/mcp/)
         self.reactor = self._build_reactor()  # the last thing built: it checks the agents
 
     def _build_thinking(self, recaller: Recaller) -> None:
@@ -798,15 +810,17 @@ class Daemon:
         async def lifespan(app: Starlette) -> AsyncIterator[None]:
             await self.start()
             try:
-                yield
+                async with self.mcp.running():
+                    yield
             finally:
                 await self.stop()
 
-        return build_app(
+        app = build_app(
             self.service,
             self.health,
             port=self.cfg.server.port,
             token=self.token,
+            auth=self.web_auth,
             max_body_bytes=self.cfg.server.max_body_bytes,
             ready=lambda: self.ready,
             lifespan=lifespan,
@@ -820,16 +834,30 @@ class Daemon:
                 *build_enrichment_routes(self.enrichment, utcnow),
                 *build_consolidation_routes(self.consolidations, utcnow),
                 *build_episode_routes(self.episodes),
+                *build_dashboard_routes(self.service, SQLiteDashboard(self.db)),
                 *build_insight_routes(self.dreaming.store),
                 *build_abstraction_routes(
                     self.abstraction.store, utcnow, on_change=self.pattern_refresher.refresh
                 ),
                 *build_reactor_routes(self.reactor),
                 *build_meta_routes(self.meta),
+                *build_tool_usage_routes(self.tool_usage),
+                *build_settings_routes(
+                    self.cfg,
+                    lambda: [agent.watcher for agent in self.watchers],
+                    TokenRotator(
+                        self.paths.token_file,
+                        self.web_auth.set_token,
+                        env_token=lambda: os.environ.get(TOKEN_ENV),
+                    ),
+                    self.web_auth,
+                ),
                 WebSocketRoute("/ws", self.stream.endpoint),
             ],
             metrics=self.metrics,
         )
+        self.mcp.bind(app)
+        return app
 
 
 def serve(cfg: Config, paths: Paths) -> int:

@@ -20,6 +20,8 @@ from mnemonic.api.metrics import Metrics, MetricsMiddleware, metrics_route
 from mnemonic.api.openapi import openapi_endpoint
 from mnemonic.api.routes import BadRequest, HealthFn, build_routes, invalid
 from mnemonic.api.security import BodyTooLarge, SecurityMiddleware
+from mnemonic.api.session import WebAuth
+from mnemonic.api.web_routes import build_web_routes
 from mnemonic.app.service import MemoryService
 from mnemonic.errors import InvalidInputError, NotFoundError, StorageUnavailable
 
@@ -39,6 +41,7 @@ def build_app(
     lifespan: Lifespan | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     metrics: Metrics | None = None,
+    auth: WebAuth | None = None,
 ) -> Starlette:
     async def livez(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -48,6 +51,7 @@ def build_app(
         return JSONResponse({"ready": ok}, status_code=200 if ok else 503)
 
     metrics = metrics or Metrics(version=__version__)
+    auth = auth or WebAuth(token)  # the token and the dashboard's sessions (session.py)
     routes: list[BaseRoute] = [
         Route("/livez", livez, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
@@ -55,6 +59,7 @@ def build_app(
         *extra_routes,
         metrics_route(metrics),
         *docs_routes(),
+        *build_web_routes(auth, port=port),
     ]
     # It reads the final list at its first request, so it documents itself too.
     routes.append(openapi_endpoint(routes, version=__version__))
@@ -63,7 +68,13 @@ def build_app(
         middleware=[
             # Outside the guard, so rejected requests are counted too.
             Middleware(MetricsMiddleware, metrics=metrics, routes=routes),
-            Middleware(SecurityMiddleware, port=port, token=token, max_body_bytes=max_body_bytes),
+            Middleware(
+                SecurityMiddleware,
+                port=port,
+                token=token,
+                max_body_bytes=max_body_bytes,
+                auth=auth,
+            ),
         ],
         exception_handlers={
             BadRequest: _bad_request,
@@ -78,6 +89,7 @@ def build_app(
         lifespan=lifespan,
     )
     app.state.metrics = metrics
+    app.state.auth = auth
     return app
 
 

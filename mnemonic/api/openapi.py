@@ -43,6 +43,13 @@ from mnemonic.api.abstraction_routes import (
 )
 from mnemonic.api.agent_routes import AgentList, AgentRunAnswer
 from mnemonic.api.consolidation_routes import ConsolidationHistory, HistoryParams, Unmerged
+from mnemonic.api.dashboard_routes import (
+    Neighbourhood,
+    NeighbourhoodParams,
+    Provenance,
+    TimelineAnswer,
+    TimelineParams,
+)
 from mnemonic.api.docs import ASSETS
 from mnemonic.api.enrichment_routes import ReencodeBody, ReencodeQueued
 from mnemonic.api.episode_routes import EpisodeDetail, EpisodePage, EpisodeParams
@@ -65,7 +72,15 @@ from mnemonic.api.schemas import (
     QueryBody,
     RememberBody,
 )
+from mnemonic.api.settings_routes import TokenRotated, WatcherList
 from mnemonic.api.supersession_routes import SupersedeAnswer, SupersedeBody, SupersessionChain
+from mnemonic.api.tool_usage_routes import (
+    ToolCallBody,
+    ToolCallRecorded,
+    ToolUsage,
+    ToolUsageParams,
+)
+from mnemonic.api.web_routes import LoggedOut, LoginLink, SessionInfo
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +101,7 @@ PATH_PARAMS: dict[str, tuple[str, dict[str, Any]]] = {
     "name": ("Name of a background agent (`GET /api/v1/agents`).", _ID),
     "older_id": ("Id of the older memory of a supersession.", _ID),
     "asset": ("File name of a docs page asset.", {"type": "string", "enum": sorted(ASSETS)}),
+    "file": ("Path of a dashboard file inside that folder (`web/`).", _ID),
 }
 
 ERRORS: dict[int, tuple[str, type[BaseModel]]] = {
@@ -193,6 +209,74 @@ ROUTE_DOCS: tuple[RouteDoc, ...] = (
         media_type="text/*",
         auth=False,
         tags=("docs",),
+    ),
+    # ---- the dashboard (api/web_routes.py, api/session.py) ----------------------------
+    RouteDoc(
+        "GET",
+        "/",
+        "The dashboard (single page; its data comes from this API with a session cookie)",
+        media_type="text/html",
+        auth=False,
+        tags=("dashboard",),
+    ),
+    *(
+        RouteDoc(
+            "GET",
+            f"/{name}",
+            "A static file of the dashboard",
+            media_type="text/*",
+            auth=False,
+            tags=("dashboard",),
+        )
+        for name in ("app.js", "style.css")
+    ),
+    *(
+        RouteDoc(
+            "GET",
+            f"/{folder}/{{file:path}}",
+            f"A static file of the dashboard's `{folder}/` folder",
+            media_type="*/*",
+            auth=False,
+            tags=("dashboard",),
+        )
+        for folder in ("lib", "views", "vendor")
+    ),
+    RouteDoc(
+        "GET",
+        "/login",
+        "Redeem a one-time login link: session cookies, then a redirect to `/`",
+        ok=(303,),
+        media_type="text/plain",
+        auth=False,
+        flags=(QueryParam("code", {"type": "string"}, "The code of a login link."),),
+        description="Sets the HttpOnly, SameSite=Strict cookie `mnemonic_session` and the "
+        "readable `mnemonic_csrf` cookie, which state-changing requests echo in "
+        "`X-CSRF-Token`. A code works once, for two minutes; an unknown, used or expired "
+        "code answers 403.",
+        tags=("dashboard",),
+    ),
+    RouteDoc(
+        "POST",
+        "/api/v1/dashboard/login-links",
+        "A one-time dashboard login URL (bearer token only; `mnemonic open` uses it)",
+        LoginLink,
+        ok=(201,),
+        description="403 when called with a session cookie instead of the bearer token.",
+        tags=("dashboard",),
+    ),
+    RouteDoc(
+        "GET",
+        "/api/v1/dashboard/session",
+        "Whether this request is logged in, and how (bearer token or session cookie)",
+        SessionInfo,
+        tags=("dashboard",),
+    ),
+    RouteDoc(
+        "POST",
+        "/api/v1/dashboard/logout",
+        "End this browser session and clear its cookies",
+        LoggedOut,
+        tags=("dashboard",),
     ),
     # ---- memories ---------------------------------------------------------------------
     RouteDoc(
@@ -373,6 +457,26 @@ ROUTE_DOCS: tuple[RouteDoc, ...] = (
         description="`since` (a time) or `days` (the last N days), not both; neither "
         "means every recorded call. Costs are estimates from the editable price table.",
     ),
+    # ---- MCP tool usage (api/tool_usage_routes.py; /mcp itself is JSON-RPC, see mcp/) --
+    RouteDoc(
+        "POST",
+        "/api/v1/tool/usage",
+        "Record one MCP tool call (the MCP server does, over either transport)",
+        ToolCallRecorded,
+        ok=(201,),
+        body=ToolCallBody,
+        tags=("mcp",),
+    ),
+    RouteDoc(
+        "GET",
+        "/api/v1/tool/usage",
+        "MCP tool calls by tool: calls, errors, p50/p95 latency",
+        ToolUsage,
+        query=ToolUsageParams,
+        tags=("mcp",),
+        description="`since` (a time) or `days` (the last N days), not both; `client` keeps "
+        "one client's calls.",
+    ),
     # ---- abstractions -----------------------------------------------------------------
     RouteDoc(
         "GET",
@@ -431,6 +535,38 @@ ROUTE_DOCS: tuple[RouteDoc, ...] = (
         "An episode and its memories in time order",
         EpisodeDetail,
         tags=("episodes",),
+    ),
+    # ---- dashboard views ----------------------------------------------------------------
+    RouteDoc(
+        "GET",
+        "/api/v1/graph/neighbourhood",
+        "Nodes and typed edges around a memory or for a project, up to 2,000 nodes",
+        Neighbourhood,
+        query=NeighbourhoodParams,
+        errors=(404,),
+        tags=("browse",),
+        description="Breadth-first from `memory_id` (at most `depth` hops), or the most "
+        "recent memories of `project` and the edges among them; `truncated` says the limit "
+        "cut it short. Giving both `memory_id` and `project` is 422.",
+    ),
+    RouteDoc(
+        "GET",
+        "/api/v1/timeline",
+        "Memories per time bucket and type, and the episodes in the range",
+        TimelineAnswer,
+        query=TimelineParams,
+        tags=("browse",),
+        description="Counted in the database, so the answer stays `buckets` rows at any "
+        "size. Without `since`/`until` the range is the filtered memories' own span; "
+        "`since` after `until` is 422.",
+    ),
+    RouteDoc(
+        "GET",
+        "/api/v1/memories/{memory_id}/provenance",
+        "Where a memory came from: raw observation, watcher event, episode, merges",
+        Provenance,
+        errors=(404,),
+        tags=("browse",),
     ),
     # ---- insights ---------------------------------------------------------------------
     RouteDoc(
@@ -509,6 +645,26 @@ ROUTE_DOCS: tuple[RouteDoc, ...] = (
         query=ExclusionParams,
         errors=(404,),
         tags=("perception",),
+    ),
+    RouteDoc(
+        "GET",
+        "/api/v1/watchers",
+        "Watchers: on or off, live state, and the roots or files each watches",
+        WatcherList,
+        tags=("perception",),
+        description="Roots come from config.yaml (`config_key`); this route only reads them.",
+    ),
+    RouteDoc(
+        "POST",
+        "/api/v1/token/rotate",
+        "Replace the API token (written to the token file, in force at once)",
+        TokenRotated,
+        errors=(409,),
+        tags=("daemon",),
+        description="The old bearer token and every dashboard session stop working at once; "
+        "the new token is answered once and written where the CLI reads it. A dashboard "
+        "session that asks gets new session cookies. 409 when the token comes from "
+        "`MNEMONIC_TOKEN` (change it there and restart).",
     ),
     # ---- background agents and supersessions (issue 12) -----------------------------------
     RouteDoc(
@@ -787,9 +943,11 @@ def build_spec(docs: Sequence[RouteDoc], *, version: str) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for doc in docs:
         method = "get" if doc.method == WEBSOCKET else doc.method.lower()
-        if method in paths.get(doc.path, {}):
+        # OpenAPI names a path parameter `{file}`; Starlette's `{file:path}` is routing only
+        path = _PARAM.sub(lambda m: "{" + m.group(1) + "}", doc.path)
+        if method in paths.get(path, {}):
             raise ValueError(f"two entries for {doc.method} {doc.path}")
-        paths.setdefault(doc.path, {})[method] = _operation(doc, components)
+        paths.setdefault(path, {})[method] = _operation(doc, components)
     return {
         "openapi": "3.1.0",
         "info": {

@@ -7,15 +7,17 @@ rebinding and cross-site requests, and the token stops other local users' pages.
 
 from __future__ import annotations
 
-import hmac
 import json
 from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mnemonic.api.session import CSRF_HEADER, SAFE_METHODS, WebAuth, csrf_ok
+
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 _WRITE_METHODS = {b"POST", b"PUT", b"PATCH"}
 _OPEN_PATHS = ("/livez", "/readyz", "/metrics")
+_TOKEN_PATHS = ("/api/", "/mcp")  # the REST API and the MCP endpoint (mnemonic/mcp/)
 
 
 class BodyTooLarge(Exception):
@@ -23,12 +25,19 @@ class BodyTooLarge(Exception):
 
 
 class SecurityMiddleware:
-    def __init__(self, app: ASGIApp, *, port: int, token: str, max_body_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        port: int,
+        token: str,
+        max_body_bytes: int,
+        auth: WebAuth | None = None,
+    ) -> None:
         self.app = app
         self.port = port
-        if not token.strip():  # "Bearer " with nothing after it would match an empty one
-            raise ValueError("the API token must not be empty")
-        self.token = token.encode()
+        # the token and the dashboard's sessions; shared with the login and rotation routes
+        self.auth = auth or WebAuth(token)
         self.max_body = max_body_bytes
         self.hosts = {f"{name}:{port}".encode() for name in LOOPBACK_NAMES}
         self.origins = {f"http://{name}:{port}".encode() for name in LOOPBACK_NAMES}
@@ -64,11 +73,25 @@ class SecurityMiddleware:
         path: str = scope["path"]
         if path.startswith(_OPEN_PATHS):
             return None
-        if path.startswith("/api/") and not self._authorised(headers.get(b"authorization")):
+        # how the request proved itself; routes that take only the bearer token read it
+        scope["mnemonic.auth"] = "none"
+        if self._authorised(headers.get(b"authorization")):
+            scope["mnemonic.auth"] = "bearer"
+        elif (session := self.auth.session_of(headers.get(b"cookie"))) is not None:
+            scope["mnemonic.auth"] = "session"  # the dashboard (mnemonic/api/session.py)
+            # any page can make the browser send the cookie; only ours can read the CSRF one
+            unsafe = scope["type"] == "http" and scope["method"] not in SAFE_METHODS
+            if unsafe and not csrf_ok(session, headers.get(CSRF_HEADER.encode())):
+                return 403, "forbidden: missing or wrong X-CSRF-Token", []
+        auth = scope["mnemonic.auth"]
+        if path.startswith(_TOKEN_PATHS) and (
+            auth == "none" or (auth == "session" and not path.startswith("/api/"))
+        ):
             return 401, "missing or wrong bearer token", [(b"www-authenticate", b"Bearer")]
-        if scope["type"] == "websocket" and not (
-            self._authorised(headers.get(b"authorization"))
-            or self._query_token_ok(scope.get("query_string", b""))
+        if (
+            scope["type"] == "websocket"
+            and auth == "none"
+            and not self._query_token_ok(scope.get("query_string", b""))
         ):
             return 401, "missing or wrong bearer token", []
         if (
@@ -85,16 +108,14 @@ class SecurityMiddleware:
         return None
 
     def _authorised(self, header: bytes | None) -> bool:
-        if header is None or header[:7].lower() != b"bearer ":
-            return False
-        return hmac.compare_digest(header[7:].strip(), self.token)
+        return self.auth.bearer_ok(header)
 
     def _query_token_ok(self, query: bytes) -> bool:
         """Browsers cannot set headers on a WebSocket, so ``/ws`` also takes ``?token=``."""
         from urllib.parse import parse_qs
 
         values = parse_qs(query.decode("latin-1")).get("token", [])
-        return any(hmac.compare_digest(v.encode(), self.token) for v in values)
+        return any(self.auth.token_ok(v) for v in values)
 
     def _capped(self, receive: Receive) -> Receive:
         seen = 0

@@ -25,8 +25,10 @@ from mnemonic.cli import (
     episodes,
     insights,
     llm,
+    mcp,
     memories,
     meta,
+    open_cmd,
     purge,
     reactor,
     reencode,
@@ -157,6 +159,8 @@ for _module in (
     abstractions,
     insights,
     meta,
+    mcp,
+    open_cmd,
 ):
     _module.register(app)
 app.add_typer(config_cmd.config_app, name="config")

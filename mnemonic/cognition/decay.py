@@ -44,6 +44,7 @@ STATE_NAMES = ("active", "fading", "archived", "merged")
 STATE_CODES = {name: code for code, name in enumerate(STATE_NAMES)}
 TYPE_NAMES = ("general", "learning", "insight", "error", "decision", "handoff")
 TYPE_CODES = {name: code for code, name in enumerate(TYPE_NAMES)}
+NEVER_DECAYS = frozenset({"handoff"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,9 +61,13 @@ class DecayParams:
     archive_idle_days: float = 30.0
 
     def half_lives(self) -> F64:
-        """Half-life in seconds per type code (0 = never)."""
+        """Half-life in seconds per type code (0 = never; always 0 for a handoff, which
+        is kept verbatim whatever the configuration says)."""
         return np.array(
-            [max(0.0, float(self.half_life_days.get(t, 0.0))) * DAY for t in TYPE_NAMES]
+            [
+                0.0 if t in NEVER_DECAYS else max(0.0, float(self.half_life_days.get(t, 0.0))) * DAY
+                for t in TYPE_NAMES
+            ]
         )
 
 

@@ -32,6 +32,9 @@ from mnemonic.encoding.text import STOPWORDS, is_identifier, words
 from mnemonic.index.tokenize import raw_tokens, stem, tokens
 from mnemonic.llm.completion.base import CompletionRequest
 
+NEVER_MERGED = frozenset({"handoff"})
+"""Types kept verbatim: a handoff is one session's note to the next, never a gist's part."""
+
 
 @dataclass(frozen=True, slots=True)
 class MergeParams:
@@ -88,7 +91,7 @@ def clusters(
     out: list[list[int]] = []
     for seed in seeds:
         first = found.get(seed)
-        if seed in used or first is None:
+        if seed in used or first is None or first.type in NEVER_MERGED:
             continue
         members = [seed]
         for other, cosine in sorted(neighbours.get(seed, ()), key=lambda h: (-h[1], h[0])):

@@ -381,13 +381,18 @@ def _subgraph(conn: sqlite3.Connection, seqs: list[int], truncated: bool) -> Gra
     found = _memories_by_seq(conn, seqs)
     edges: list[Association] = []
     if seqs:
-        marks = _placeholders(seqs)
+        # each node's own edges through the primary key, the other end checked here: an
+        # `IN (..) AND IN (..)` over both columns made SQLite test every pair of nodes
+        # (3.0 s for 2,000 nodes over 200k edges, against 0.05 s this way)
+        inside = set(seqs)
         rows = conn.execute(
-            "SELECT source_seq, target_seq, relation, strength FROM associations"
-            f" WHERE source_seq IN ({marks}) AND target_seq IN ({marks})",
-            [*seqs, *seqs],
+            "SELECT a.source_seq, a.target_seq, a.relation, a.strength"
+            " FROM json_each(?) AS j JOIN associations AS a ON a.source_seq = j.value",
+            [json.dumps(seqs)],
         ).fetchall()
-        edges = [Association(r[0], r[1], Relation(r[2]), float(r[3])) for r in rows]
+        edges = [
+            Association(r[0], r[1], Relation(r[2]), float(r[3])) for r in rows if r[1] in inside
+        ]
     return Graph([found[s] for s in seqs if s in found], edges, truncated)
 
 
