@@ -37,6 +37,7 @@ from mnemonic.api.enrichment_routes import build_enrichment_routes
 from mnemonic.api.episode_routes import build_episode_routes
 from mnemonic.api.exclusion_routes import build_exclusion_routes
 from mnemonic.api.insight_routes import build_insight_routes
+from mnemonic.api.link_routes import build_link_routes
 from mnemonic.api.llm_routes import build_llm_routes
 from mnemonic.api.meta_routes import build_meta_routes
 from mnemonic.api.metrics import Metrics, MetricsSnapshot, fold_serials
@@ -52,6 +53,7 @@ from mnemonic.app.activity import ActivityLog
 from mnemonic.app.browse import BrowseService
 from mnemonic.app.exclusions import ExclusionService
 from mnemonic.app.files import FileMemories, FileVersion
+from mnemonic.app.links import LinkService
 from mnemonic.app.patterns import PatternRefresher, RefreshAfterCycle
 from mnemonic.app.purge import PurgeService, recall_seqs
 from mnemonic.app.reembed import ReembedProgress, reembed
@@ -842,6 +844,7 @@ class Daemon:
                 *build_reactor_routes(self.reactor),
                 *build_meta_routes(self.meta),
                 *build_tool_usage_routes(self.tool_usage),
+                *build_link_routes(LinkService(SQLiteFiles(self.db), self.bus.publish)),
                 *build_settings_routes(
                     self.cfg,
                     lambda: [agent.watcher for agent in self.watchers],

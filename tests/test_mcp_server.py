@@ -136,6 +136,7 @@ async def call_all(client: Client, tag: str) -> dict[str, dict[str, Any]]:
         },
     )
     assert second["supersedes"] == [first["memory_id"]]
+    assert second["links"] == [first["memory_id"]]  # linked through POST /associations
     rec = await call("recall", {"query": f"zebra cache SQLite {tag}", "explain": True})
     assert rec["project"] == PROJECT and rec["results"]
     await call(

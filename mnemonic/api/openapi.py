@@ -54,6 +54,7 @@ from mnemonic.api.docs import ASSETS
 from mnemonic.api.enrichment_routes import ReencodeBody, ReencodeQueued
 from mnemonic.api.episode_routes import EpisodeDetail, EpisodePage, EpisodeParams
 from mnemonic.api.insight_routes import InsightDetail, InsightPage, InsightParams
+from mnemonic.api.link_routes import LinkAnswer, LinkBody
 from mnemonic.api.llm_routes import LlmStatus, LlmUsage, UsageParams
 from mnemonic.api.meta_routes import MetaAnswer, MetaParams
 from mnemonic.api.purge_routes import ForgetAnswer, PurgeAnswer, PurgeBody
@@ -427,6 +428,19 @@ ROUTE_DOCS: tuple[RouteDoc, ...] = (
         query=AssociationParams,
         errors=(404,),
         tags=("browse",),
+    ),
+    RouteDoc(
+        "POST",
+        "/api/v1/associations",
+        "Link two memories by hand (201 new, 200 when the pair already had that relation)",
+        LinkAnswer,
+        ok=(201, 200),
+        body=LinkBody,
+        errors=(404, 422),
+        tags=("browse",),
+        description="Spreading activation follows the link at once. An existing link keeps"
+        " the larger strength. `supersedes` has its own route"
+        " (`POST /api/v1/memories/{memory_id}/supersedes`).",
     ),
     RouteDoc(
         "GET", "/api/v1/projects", "Projects and their memory counts", r.Projects, tags=("browse",)

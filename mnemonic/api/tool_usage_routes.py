@@ -41,7 +41,7 @@ class ToolCallBody(_Strict):
     tool: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
     client: Annotated[str, Field(max_length=100, pattern=_NAME)] = ""
     project: Annotated[str, Field(max_length=200)] = ""
-    latency_ms: Annotated[float, Field(ge=0, le=86_400_000)]
+    latency_ms: Annotated[float, Field(strict=True, ge=0, le=86_400_000)]  # not `false`
     ok: StrictBool
     error: Annotated[str, Field(max_length=64, pattern=r"^[A-Za-z0-9_.-]*$")] | None = Field(
         None, description="A short error class (never message text)."

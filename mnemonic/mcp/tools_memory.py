@@ -59,7 +59,8 @@ def register_memory_tools(mcp: MCPServer, kit: Kit) -> None:  # noqa: PLR0915 - 
         " and its fix, a learning, an insight. Write one self-contained fact per call, with the"
         " names, paths and numbers that make it findable. The type is guessed when left out."
         " `supersedes` lists ids of memories this one replaces (they stop showing up as"
-        " current); `links` lists ids of related memories (kept in the metadata).",
+        " current); `links` lists ids of related memories (linked as `related`, so recalling"
+        " one brings the others).",
     )
     async def remember(
         content: Annotated[str, Field(min_length=1, max_length=100_000)],
@@ -72,10 +73,8 @@ def register_memory_tools(mcp: MCPServer, kit: Kit) -> None:  # noqa: PLR0915 - 
     ) -> m.Remembered:
         async def work(proj: str) -> m.Remembered:
             meta = dict(metadata or {})
-            for linked in links or []:
-                await kit.call("GET", f"/api/v1/memories/{linked}")  # 404 names a bad id
-            if links:
-                meta["links"] = list(links)
+            for linked in links or []:  # before writing: a bad id stops the call unwritten
+                await kit.call("GET", f"/api/v1/memories/{linked}")  # 404 names it
             body: dict[str, Any] = {"content": content, "source": "mcp", "project": proj}
             if type is not None:
                 body["type"] = type
@@ -93,13 +92,23 @@ def register_memory_tools(mcp: MCPServer, kit: Kit) -> None:  # noqa: PLR0915 - 
                     "POST", f"/api/v1/memories/{new_id}/supersedes", json_body={"older_id": older}
                 )
                 done.append(older)
+            linked_to = []
+            for linked in links or []:
+                if new_id is None:
+                    break
+                await kit.call(
+                    "POST",
+                    "/api/v1/associations",
+                    json_body={"source_id": new_id, "target_id": linked, "relation": "related"},
+                )
+                linked_to.append(linked)
             return m.Remembered(
                 memory_id=new_id,
                 raw_id=got["raw_id"],
                 status=got["status"],
                 project=proj,
                 supersedes=done,
-                links=list(links or []),
+                links=linked_to,
             )
 
         return await kit.run(ctx, "remember", project, work)
