@@ -245,6 +245,18 @@ def ask_longmemeval(client: Any, spaces: list[dict[str, Any]]) -> dict[str, dict
     return longmemeval.summarise(rows)
 
 
+def wait_for_index(client: Any, timeout_s: float = 600) -> None:
+    """Until the recall index is ready. A store past ``recall.index_wait_below`` (20k;
+    LongMemEval's is 50k) is served through SQL, without vectors, while the index builds:
+    a configuration asked at once would be measuring that, and one asked after minutes of
+    agent cycles the index (the first runs of this bench did exactly that)."""
+    deadline = time.monotonic() + timeout_s
+    while client.get("/api/v1/health").json()["recall_index"]["state"] != "ready":
+        if time.monotonic() > deadline:
+            raise RuntimeError("the recall index was not ready in time")
+        time.sleep(0.5)
+
+
 def available_agents(client: Any) -> list[str]:
     resp = client.get("/api/v1/agents")
     resp.raise_for_status()
@@ -288,6 +300,7 @@ def run_config(
         shutil.copytree(folder / "home", home)
         phase: list[dict[str, Any]] = []
         with running_daemon(settings, home) as (client, _cold):
+            wait_for_index(client)
             have = available_agents(client)
             missing = [a for a in agents if a not in have]
             run = [a for a in agents if a in have]
