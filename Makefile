@@ -37,7 +37,7 @@ typecheck: dev
 	$(BIN)/mypy
 
 unit: dev
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=20
 
 bench-locomo: dev
 	$(BIN)/python bench/locomo.py

@@ -520,6 +520,7 @@ class Daemon:
         if self.cfg.orchestrator.enabled:
             agents.append(self.orchestrator)
         agents.append(self.reactor)  # after the registry is filled: rules start its agents
+        await self.reactor.open()  # subscribed before ready: no event after start is missed
         self.supervisor.start(agents)
         self.ready = True
         log.info(

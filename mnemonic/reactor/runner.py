@@ -97,15 +97,19 @@ class ReactorRunner:
         self.dropped = 0
         self.errors = 0
         self.subscribed = False
+        self._unsubscribe: Unsubscribe | None = None
 
     # ---- lifecycle ---------------------------------------------------------------------
 
-    async def run(self) -> None:
-        """Restore counts and cooldowns from the log, then listen until cancelled."""
+    async def open(self) -> None:
+        """Restore counts and cooldowns from the log and subscribe. The daemon awaits this
+        before it reports ready, so no event published after start-up is missed (the
+        supervised task used to subscribe whenever it first ran)."""
+        if self._unsubscribe is not None:
+            return
         await self.restore()
-        unsubscribe: Unsubscribe | None = None
         if self.enabled and self._by_type:
-            unsubscribe = self._subscribe(
+            self._unsubscribe = self._subscribe(
                 self.handle,
                 sorted(self._by_type),
                 name="reactor",
@@ -113,12 +117,17 @@ class ReactorRunner:
                 on_drop=self._on_drop,
             )
             self.subscribed = True
+
+    async def run(self) -> None:
+        """Listen until cancelled (opening first if the daemon has not)."""
+        await self.open()
         try:
             await asyncio.Event().wait()
         finally:
             self.subscribed = False
-            if unsubscribe is not None:
-                unsubscribe()
+            if self._unsubscribe is not None:
+                self._unsubscribe()
+                self._unsubscribe = None
 
     async def restore(self) -> None:
         try:
