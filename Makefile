@@ -36,8 +36,11 @@ lint: dev
 typecheck: dev
 	$(BIN)/mypy
 
+## Two pytest workers by default (CI has 2 cores); TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
+
 unit: dev
-	$(BIN)/pytest --durations=20
+	$(BIN)/pytest -n $(TEST_WORKERS) --durations=20
 
 bench-locomo: dev
 	$(BIN)/python bench/locomo.py
