@@ -12,7 +12,12 @@ Configurations: ``before`` (no agent ran), ``loop`` (every agent), and one ablat
 when it is taken out. Agents the daemon does not have are left out and said so.
 
     python bench/cognition.py [--datasets locomo,longmemeval] [--lme-limit N] [--days 3]
-        [--no-ablation] [--set section.key=value ...] [--json]
+        [--no-ablation] [--llm none|scripted] [--set section.key=value ...] [--json]
+
+``--llm scripted`` gives every configuration the scripted OpenAI-compatible stand-in of
+``lifecycle_scripted_llm.py`` (NOT a model: each answer is copied from its prompt) for the
+agents' cycles; the templates stay encoded without an LLM and enrichment is off, so the
+difference from ``--llm none`` is what the agents do with an LLM's answers.
 
 The ingested templates are cached under ``~/.cache/mnemonic-bench/cognition-*`` keyed by
 the data file, the limit, the migrations and the package version, so a second run skips the
@@ -39,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import locomo
 import longmemeval
 from agents_phase import age_store
+from lifecycle_scripted_llm import scripted_llm
 from server import running_daemon
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -363,16 +369,36 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=3)
     parser.add_argument("--agents", default=",".join(AGENTS))
     parser.add_argument("--no-ablation", action="store_true")
+    parser.add_argument("--llm", choices=("none", "scripted"), default="none")
     parser.add_argument("--set", action="append", default=[], help="section.key=value")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    settings = {}
+    with scripted_llm(args.llm == "scripted") as (llm_settings, server):
+        if server is not None:
+            llm_settings["MNEMONIC_ENRICHMENT__ENABLED"] = "false"
+        report = run_all(args, llm_settings)
+        if server is not None:
+            report["llm_requests"] = len(server.requests_to("/v1/chat/completions"))
+            if not args.json:
+                print(f"\n(scripted LLM: {report['llm_requests']} chat completions answered)")
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+
+
+def run_all(args: argparse.Namespace, llm_settings: dict[str, str]) -> dict[str, Any]:
+    """Every dataset and configuration; prints the tables unless ``--json``."""
+    settings = dict(llm_settings)
     for item in args.set:
         key, value = item.split("=", 1)
         section, name = key.split(".", 1)
         settings[f"MNEMONIC_{section.upper()}__{name.upper()}"] = value
     agents = [a for a in args.agents.split(",") if a]
-    report: dict[str, Any] = {"settings": settings, "days": args.days, "datasets": {}}
+    report: dict[str, Any] = {
+        "settings": settings,
+        "llm": args.llm,
+        "days": args.days,
+        "datasets": {},
+    }
     for dataset in [d for d in args.datasets.split(",") if d]:
         folder = template(dataset, args.lme_limit if dataset == "longmemeval" else None)
         configs: dict[str, list[str]] = {"before": [], "loop": agents}
@@ -389,8 +415,7 @@ def main() -> None:
             missing = results["loop"]["missing"]
             if missing:
                 print(f"(agents this daemon does not have, left out: {', '.join(missing)})")
-    if args.json:
-        print(json.dumps(report, indent=2, default=str))
+    return report
 
 
 if __name__ == "__main__":

@@ -67,8 +67,6 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -80,10 +78,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 from agents_phase import age_store  # noqa: E402
 from lifecycle_events import Day, Generator, Probe  # noqa: E402
-from lifecycle_scripted_llm import reply_text  # noqa: E402
+from lifecycle_scripted_llm import scripted_llm  # noqa: E402
 from server import running_daemon  # noqa: E402
-
-from tests.support.openai_server import OpenAIServer, Reply, Request, chat_reply  # noqa: E402
 
 STATES = ("active", "fading", "archived", "merged")
 SIM_SETTINGS = {
@@ -459,27 +455,6 @@ def consolidation(client: httpx.Client) -> dict[str, Any]:
 
 
 # -- one run -----------------------------------------------------------------------------
-
-
-@contextmanager
-def scripted_llm(enabled: bool) -> Iterator[tuple[dict[str, str], OpenAIServer | None]]:
-    """The LLM settings of a run and the scripted server behind them (or none)."""
-    if not enabled:
-        yield {}, None
-        return
-
-    def handler(request: Request) -> Reply:
-        text, prompt_tokens, completion_tokens = reply_text(request.json() or {})
-        return chat_reply(text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
-
-    with OpenAIServer(model_name="scripted-stand-in") as server:
-        server.set_handler("/v1/chat/completions", handler)
-        settings = {
-            "MNEMONIC_LLM__PROVIDER": "openai",
-            "MNEMONIC_LLM__BASE_URL": server.base_url,
-            "MNEMONIC_LLM__MODEL": "scripted-stand-in",
-        }
-        yield settings, server
 
 
 def _stats() -> dict[str, Any]:

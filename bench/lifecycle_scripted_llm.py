@@ -15,7 +15,12 @@ four questions the daemon asks (by the schema's name, else by the required keys)
 * ``supersession`` (review of borderline pairs): ``supersedes`` is true only when the newer
   text contains an update cue (moved, now, instead, switched, bumped, upgraded, changed)
   and shares a content word with the older one;
-* ``answer`` with a ``summary`` key (the merge gist): the distinct notes joined with "; ".
+* ``answer`` with a ``summary`` key (the merge gist): the distinct notes joined with "; ";
+* ``abstraction`` (naming a pattern, principle or axiom): its first three concepts as title,
+  the first evidence line as description;
+* ``answer`` with an ``insight`` key (dreaming): the two recurring topics and the first note;
+* ``probe_question`` (the metacognition self-test): "What about w1 w2 w3?" from the note's
+  most frequent words (grounded, and not a copy of the note).
 
 So it measures how often the daemon calls an LLM and what its faithful answers change,
 not the quality of any model.
@@ -25,8 +30,15 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.support.openai_server import OpenAIServer, Reply, Request, chat_reply
 
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9_+#'.-]*[A-Za-z0-9]|[A-Za-z]")
 _STOP_TEXT = """the a an and or but of in on at to for from with by is are was were be been
@@ -177,6 +189,34 @@ def gist_answer(user: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"summary": _cut(distinct[0] if distinct else joined, limit)}
 
 
+def abstraction_answer(user: str, schema: dict[str, Any]) -> dict[str, Any]:
+    props = schema.get("properties", {})
+    title_max = int(props.get("title", {}).get("maxLength", 200))
+    description_max = int(props.get("description", {}).get("maxLength", 1000))
+    concepts = [c.strip() for c in _between(user, "Concepts: ", "\n").split(",") if c.strip()]
+    lines = [ln[2:] for ln in _between(user, "<<<\n", "\n>>>").splitlines() if ln[2:].strip()]
+    title = ", ".join(concepts[:3]) or (lines[0] if lines else "theme")
+    return {
+        "title": _cut(title, min(title_max, 80)),
+        "description": _cut(lines[0] if lines else title, description_max),
+    }
+
+
+def insight_answer(user: str, schema: dict[str, Any]) -> dict[str, Any]:
+    limit = int(schema.get("properties", {}).get("insight", {}).get("maxLength", 300))
+    topics = re.findall(r'"([^"]+)"', _between(user, "Recurring topics: ", "\n"))
+    body = _between(user, "Notes:\n", "\n\nAnswer with")
+    notes = [" ".join(n.split()) for n in re.split(r"(?m)^\d+\. ", body) if n.strip()]
+    head = " and ".join(topics[:2]) or "these topics"
+    return {"insight": _cut(f"{head}: {notes[0]}" if notes else head, limit)}
+
+
+def question_answer(user: str) -> dict[str, Any]:
+    note = _between(user, "<<<\n", "\n>>>") or user
+    words = _top(note, 3) or content_words(note + " note")[:1]
+    return {"question": f"What about {' '.join(words)}?"}
+
+
 def answer(body: dict[str, Any]) -> dict[str, Any]:
     """The scripted answer object for one chat-completions request body."""
     messages = body.get("messages") or []
@@ -192,6 +232,12 @@ def answer(body: dict[str, Any]) -> dict[str, Any]:
         return episode_answer(user, schema)
     if name == "supersession" or "supersedes" in required:
         return supersession_answer(user)
+    if name == "abstraction" or {"title", "description"} <= required:
+        return abstraction_answer(user, schema)
+    if "insight" in required:
+        return insight_answer(user, schema)
+    if name == "probe_question" or "question" in required:
+        return question_answer(user)
     if "summary" in required or "merge near-duplicate" in system:
         return gist_answer(user, schema)
     return {}
@@ -207,3 +253,24 @@ def reply_text(body: dict[str, Any]) -> tuple[str, int, int]:
     text = json.dumps(answer(body))
     prompt = "".join(str(m.get("content", "")) for m in body.get("messages") or [])
     return text, estimate_tokens(prompt), estimate_tokens(text)
+
+
+@contextmanager
+def scripted_llm(enabled: bool) -> Iterator[tuple[dict[str, str], OpenAIServer | None]]:
+    """The LLM settings of a run and the scripted server behind them (or none)."""
+    if not enabled:
+        yield {}, None
+        return
+
+    def handler(request: Request) -> Reply:
+        text, prompt_tokens, completion_tokens = reply_text(request.json() or {})
+        return chat_reply(text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+
+    with OpenAIServer(model_name="scripted-stand-in") as server:
+        server.set_handler("/v1/chat/completions", handler)
+        settings = {
+            "MNEMONIC_LLM__PROVIDER": "openai",
+            "MNEMONIC_LLM__BASE_URL": server.base_url,
+            "MNEMONIC_LLM__MODEL": "scripted-stand-in",
+        }
+        yield settings, server
