@@ -8,10 +8,9 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
+from mnemonic.cli.listing import Cursor, Limit, Project, dismissed, fetch, list_page, query
 from mnemonic.cli.memories import JsonFlag
-from mnemonic.cli.runtime import call, emit_json, emit_line, err
 
 patterns_app = typer.Typer(help="Patterns: recurring themes. Without a subcommand: list them.")
 abstractions_app = typer.Typer(
@@ -69,48 +68,27 @@ def show_lines(detail: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _print_page(page: dict[str, Any], what: str, more: str) -> None:
-    items = page.get("items") or []
-    err.print(f"{len(items)} {what}, strongest first")
-    for item in items:
-        emit_line(abstraction_line(item))
-    if page.get("next_cursor"):
-        err.print(f"more: {more} --cursor {escape(page['next_cursor'])}", highlight=False)
-
-
-_Limit = Annotated[int, typer.Option(min=1, max=200, metavar="N", help="Page size.")]
-_Cursor = Annotated[
-    str | None, typer.Option(metavar="CURSOR", help="Next page (printed by the last one).")
-]
 _State = Annotated[State | None, typer.Option(metavar="STATE", help="Only this state.")]
-_Project = Annotated[str | None, typer.Option(metavar="NAME", help="Only this project.")]
-
-
-def _params(**values: Any) -> dict[str, Any]:
-    return {k: (v.value if isinstance(v, StrEnum) else v) for k, v in values.items() if v}
+_Id = Annotated[str, typer.Argument(metavar="ID", help="The id.")]
 
 
 @patterns_app.callback(invoke_without_command=True)
 def list_patterns(
     ctx: typer.Context,
     state: _State = None,
-    project: _Project = None,
+    project: Project = None,
     min_strength: Annotated[
         float, typer.Option(min=0, max=1, metavar="X", help="Only at least this strong.")
     ] = 0.0,
-    limit: _Limit = 20,
-    cursor: _Cursor = None,
+    limit: Limit = 20,
+    cursor: Cursor = None,
     as_json: JsonFlag = False,
 ) -> None:
     """List patterns (recurring themes), strongest first."""
-    if ctx.invoked_subcommand is not None:
-        return
-    params = _params(state=state, project=project, min_strength=min_strength, cursor=cursor)
-    page = call("GET", "/api/v1/patterns", limit=limit, **params)
-    if as_json:
-        emit_json(page)
-        return
-    _print_page(page, "patterns", "mnemonic patterns")
+    params = query(
+        limit=limit, state=state, project=project, min_strength=min_strength, cursor=cursor
+    )
+    list_page(ctx, "patterns", params, as_json, abstraction_line, "strongest first")
 
 
 @patterns_app.command("dismiss")
@@ -119,11 +97,7 @@ def dismiss_pattern(
     as_json: JsonFlag = False,
 ) -> None:
     """Dismiss a pattern: it stays dismissed and is not found again."""
-    result = call("POST", f"/api/v1/patterns/{pattern_id}/dismiss")
-    if as_json:
-        emit_json(result)
-        return
-    emit_line(f"dismissed {result['id']}")
+    fetch(f"/api/v1/patterns/{pattern_id}/dismiss", dismissed, as_json, method="POST")
 
 
 @abstractions_app.callback(invoke_without_command=True)
@@ -133,47 +107,26 @@ def list_abstractions(
         Level | None, typer.Option(metavar="LEVEL", help="pattern, principle or axiom.")
     ] = None,
     state: _State = None,
-    project: _Project = None,
-    limit: _Limit = 20,
-    cursor: _Cursor = None,
+    project: Project = None,
+    limit: Limit = 20,
+    cursor: Cursor = None,
     as_json: JsonFlag = False,
 ) -> None:
     """List abstractions (patterns, principles, axioms), strongest first."""
-    if ctx.invoked_subcommand is not None:
-        return
-    params = _params(level=level, state=state, project=project, cursor=cursor)
-    page = call("GET", "/api/v1/abstractions", limit=limit, **params)
-    if as_json:
-        emit_json(page)
-        return
-    _print_page(page, "abstractions", "mnemonic abstractions")
+    params = query(limit=limit, level=level, state=state, project=project, cursor=cursor)
+    list_page(ctx, "abstractions", params, as_json, abstraction_line, "strongest first")
 
 
 @abstractions_app.command("show")
-def show(
-    abstraction_id: Annotated[str, typer.Argument(metavar="ID", help="The id.")],
-    as_json: JsonFlag = False,
-) -> None:
+def show(abstraction_id: _Id, as_json: JsonFlag = False) -> None:
     """One abstraction with its evidence memories and children."""
-    detail = call("GET", f"/api/v1/abstractions/{abstraction_id}")
-    if as_json:
-        emit_json(detail)
-        return
-    for line in show_lines(detail):
-        emit_line(line)
+    fetch(f"/api/v1/abstractions/{abstraction_id}", show_lines, as_json)
 
 
 @abstractions_app.command("dismiss")
-def dismiss(
-    abstraction_id: Annotated[str, typer.Argument(metavar="ID", help="The id.")],
-    as_json: JsonFlag = False,
-) -> None:
+def dismiss(abstraction_id: _Id, as_json: JsonFlag = False) -> None:
     """Dismiss an abstraction of any level: it stays dismissed."""
-    result = call("POST", f"/api/v1/abstractions/{abstraction_id}/dismiss")
-    if as_json:
-        emit_json(result)
-        return
-    emit_line(f"dismissed {result['id']}")
+    fetch(f"/api/v1/abstractions/{abstraction_id}/dismiss", dismissed, as_json, method="POST")
 
 
 def register(app: typer.Typer) -> None:

@@ -8,10 +8,9 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
+from mnemonic.cli.listing import Cursor, Limit, Project, fetch, list_page, query
 from mnemonic.cli.memories import JsonFlag, local_date
-from mnemonic.cli.runtime import call, emit_json, emit_line, err
 
 episodes_app = typer.Typer(
     help="Episodes: stretches of work per project. Without a subcommand: list them."
@@ -66,7 +65,7 @@ def show_lines(detail: dict[str, Any]) -> list[str]:
 @episodes_app.callback(invoke_without_command=True)
 def list_episodes(
     ctx: typer.Context,
-    project: Annotated[str | None, typer.Option(metavar="NAME", help="Only this project.")] = None,
+    project: Project = None,
     state: Annotated[
         EpisodeState | None,
         typer.Option(metavar="STATE", help="Only open or only closed episodes."),
@@ -77,37 +76,15 @@ def list_episodes(
     until: Annotated[
         str | None, typer.Option(metavar="WHEN", help="Overlapping this time or earlier (ISO).")
     ] = None,
-    limit: Annotated[int, typer.Option(min=1, max=200, metavar="N", help="Page size.")] = 20,
-    cursor: Annotated[
-        str | None, typer.Option(metavar="CURSOR", help="Next page (printed by the last one).")
-    ] = None,
+    limit: Limit = 20,
+    cursor: Cursor = None,
     as_json: JsonFlag = False,
 ) -> None:
     """List episodes, newest first (a page at a time)."""
-    if ctx.invoked_subcommand is not None:
-        return
-    params: dict[str, Any] = {"limit": limit}
-    for key, value in (
-        ("project", project),
-        ("state", state.value if state else None),
-        ("since", since),
-        ("until", until),
-        ("cursor", cursor),
-    ):
-        if value:
-            params[key] = value
-    page = call("GET", "/api/v1/episodes", **params)
-    if as_json:
-        emit_json(page)
-        return
-    items = page.get("items") or []
-    err.print(f"{len(items)} episodes, newest first")
-    for item in items:
-        emit_line(episode_line(item))
-    if page.get("next_cursor"):
-        err.print(
-            f"more: mnemonic episodes --cursor {escape(page['next_cursor'])}", highlight=False
-        )
+    params = query(
+        limit=limit, project=project, state=state, since=since, until=until, cursor=cursor
+    )
+    list_page(ctx, "episodes", params, as_json, episode_line, "newest first")
 
 
 @episodes_app.command("show")
@@ -116,12 +93,7 @@ def show(
     as_json: JsonFlag = False,
 ) -> None:
     """One episode: title, summary, files, commands and its memories in time order."""
-    detail = call("GET", f"/api/v1/episodes/{episode_id}")
-    if as_json:
-        emit_json(detail)
-        return
-    for line in show_lines(detail):
-        emit_line(line)
+    fetch(f"/api/v1/episodes/{episode_id}", show_lines, as_json)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,10 +7,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
+from mnemonic.cli.listing import Cursor, Limit, Project, fetch, list_page, query
 from mnemonic.cli.memories import JsonFlag, local_date
-from mnemonic.cli.runtime import call, emit_json, emit_line, err
 
 insights_app = typer.Typer(
     help="Insights the dreamer wrote (recurring co-occurrences across episodes). "
@@ -48,33 +47,14 @@ def show_lines(detail: dict[str, Any]) -> list[str]:
 @insights_app.callback(invoke_without_command=True)
 def list_insights(
     ctx: typer.Context,
-    project: Annotated[str | None, typer.Option(metavar="NAME", help="Only this project.")] = None,
-    limit: Annotated[int, typer.Option(min=1, max=200, metavar="N", help="Page size.")] = 20,
-    cursor: Annotated[
-        str | None, typer.Option(metavar="CURSOR", help="Next page (printed by the last one).")
-    ] = None,
+    project: Project = None,
+    limit: Limit = 20,
+    cursor: Cursor = None,
     as_json: JsonFlag = False,
 ) -> None:
     """List insights, newest first (a page at a time)."""
-    if ctx.invoked_subcommand is not None:
-        return
-    params: dict[str, Any] = {"limit": limit}
-    if project:
-        params["project"] = project
-    if cursor:
-        params["cursor"] = cursor
-    page = call("GET", "/api/v1/insights", **params)
-    if as_json:
-        emit_json(page)
-        return
-    items = page.get("items") or []
-    err.print(f"{len(items)} insights, newest first")
-    for item in items:
-        emit_line(insight_line(item))
-    if page.get("next_cursor"):
-        err.print(
-            f"more: mnemonic insights --cursor {escape(page['next_cursor'])}", highlight=False
-        )
+    params = query(limit=limit, project=project, cursor=cursor)
+    list_page(ctx, "insights", params, as_json, insight_line, "newest first")
 
 
 @insights_app.command("show")
@@ -83,12 +63,7 @@ def show(
     as_json: JsonFlag = False,
 ) -> None:
     """One insight and the memories it came from."""
-    detail = call("GET", f"/api/v1/insights/{insight_id}")
-    if as_json:
-        emit_json(detail)
-        return
-    for line in show_lines(detail):
-        emit_line(line)
+    fetch(f"/api/v1/insights/{insight_id}", show_lines, as_json)
 
 
 def register(app: typer.Typer) -> None:

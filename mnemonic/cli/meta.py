@@ -9,8 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
+from mnemonic.cli.listing import fetch, query
 from mnemonic.cli.memories import JsonFlag, local_date
-from mnemonic.cli.runtime import call, emit_json, emit_line
 
 
 class Kind(StrEnum):
@@ -68,15 +68,7 @@ def meta(
 ) -> None:
     """Metacognition's audits: the latest observation per kind (severity, value, what was
     done), then the recent history."""
-    params: dict[str, Any] = {"limit": limit}
-    if kind is not None:
-        params["kind"] = kind.value
-    result = call("GET", "/api/v1/meta", **params)
-    if as_json:
-        emit_json(result)
-        return
-    for line in meta_lines(result):
-        emit_line(line)
+    fetch("/api/v1/meta", meta_lines, as_json, limit=limit, **query(kind=kind))
 
 
 def register(app: typer.Typer) -> None:

@@ -6,8 +6,8 @@ from typing import Any
 
 import typer
 
+from mnemonic.cli.listing import fetch
 from mnemonic.cli.memories import JsonFlag
-from mnemonic.cli.runtime import call, emit_json, emit_line
 
 
 def _when(value: Any) -> str:
@@ -57,12 +57,7 @@ def rule_lines(answer: dict[str, Any]) -> list[str]:
 
 def reactor(as_json: JsonFlag = False) -> None:
     """The reactor's rules: event -> action, cooldown, fire count and last fire."""
-    answer = call("GET", "/api/v1/reactor/rules")
-    if as_json:
-        emit_json(answer)
-        return
-    for line in rule_lines(answer):
-        emit_line(line)
+    fetch("/api/v1/reactor/rules", rule_lines, as_json)
 
 
 def register(app: typer.Typer) -> None:

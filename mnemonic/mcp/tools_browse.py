@@ -3,7 +3,8 @@
 
 # No ``from __future__ import annotations``: the SDK reads these signatures at runtime.
 
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
@@ -20,6 +21,7 @@ Limit = Annotated[int, Field(ge=1, le=200)]
 Cursor = Annotated[str | None, Field(max_length=200, description="next_cursor of a listing")]
 EpisodeId = Annotated[str, Field(min_length=1, max_length=64, description="An episode id.")]
 AbsId = Annotated[str, Field(min_length=1, max_length=64)]
+T = TypeVar("T")
 
 
 async def latest_handoff(kit: Kit, project: str) -> dict[str, Any] | None:
@@ -39,6 +41,47 @@ def summary_text(episode: dict[str, Any], members: list[dict[str, Any]]) -> str:
     if len(members) > 20:
         lines.append(f"... and {len(members) - 20} more")
     return "\n".join(line for line in lines if line)
+
+
+def episode_list(got: dict[str, Any]) -> m.EpisodeList:
+    """The REST page of episodes as the MCP answer (``items`` named ``episodes``)."""
+    return m.EpisodeList(episodes=got["items"], next_cursor=got["next_cursor"])
+
+
+async def listed(
+    kit: Kit,
+    ctx: Context,
+    tool: str,
+    project: str | None,
+    path: str,
+    shape: Callable[[Any], T],
+    **params: Any,
+) -> T:
+    """Most tools are one REST read scoped to a project (the argument, else the session's):
+    GET ``path`` with the project and ``params``, the answer shaped by ``shape``."""
+
+    async def work(proj: str) -> T:
+        return shape(await kit.call("GET", path, params={"project": proj or None, **params}))
+
+    return await kit.run(ctx, tool, project, work)
+
+
+async def fetched(
+    kit: Kit,
+    ctx: Context,
+    tool: str,
+    path: str,
+    shape: Callable[[Any], T],
+    *,
+    method: str = "GET",
+    body: Any = None,
+) -> T:
+    """One REST call that needs no project (an id names what it is about)."""
+
+    async def work(proj: str) -> T:
+        return shape(await kit.call(method, path, json_body=body))
+
+    return await kit.run(ctx, tool, None, work)
 
 
 def register_browse_tools(mcp: MCPServer, kit: Kit) -> None:
@@ -127,13 +170,9 @@ def register_browse_tools(mcp: MCPServer, kit: Kit) -> None:
     async def list_sessions(
         ctx: Context, project: ProjectArg = None, limit: Annotated[int, Field(ge=1, le=50)] = 10
     ) -> m.EpisodeList:
-        async def work(proj: str) -> m.EpisodeList:
-            got = await kit.call(
-                "GET", "/api/v1/episodes", params={"project": proj or None, "limit": limit}
-            )
-            return m.EpisodeList(episodes=got["items"], next_cursor=got["next_cursor"])
-
-        return await kit.run(ctx, "list_sessions", project, work)
+        return await listed(
+            kit, ctx, "list_sessions", project, "/api/v1/episodes", episode_list, limit=limit
+        )
 
     @mcp.tool(
         name="list_episodes",
@@ -151,19 +190,10 @@ def register_browse_tools(mcp: MCPServer, kit: Kit) -> None:
         limit: Limit = 50,
         cursor: Cursor = None,
     ) -> m.EpisodeList:
-        async def work(proj: str) -> m.EpisodeList:
-            params = {
-                "project": proj or None,
-                "state": state,
-                "since": since,
-                "until": until,
-                "limit": limit,
-                "cursor": cursor,
-            }
-            got = await kit.call("GET", "/api/v1/episodes", params=params)
-            return m.EpisodeList(episodes=got["items"], next_cursor=got["next_cursor"])
-
-        return await kit.run(ctx, "list_episodes", project, work)
+        page = {"state": state, "since": since, "until": until, "limit": limit, "cursor": cursor}
+        return await listed(
+            kit, ctx, "list_episodes", project, "/api/v1/episodes", episode_list, **page
+        )
 
     @mcp.tool(
         name="recall_session",
@@ -172,11 +202,8 @@ def register_browse_tools(mcp: MCPServer, kit: Kit) -> None:
         description="One work session (episode): its title, summary and memories in time order.",
     )
     async def recall_session(episode_id: EpisodeId, ctx: Context) -> m.EpisodeDetail:
-        async def work(proj: str) -> m.EpisodeDetail:
-            got = await kit.call("GET", f"/api/v1/episodes/{episode_id}")
-            return m.EpisodeDetail(**got)
-
-        return await kit.run(ctx, "recall_session", None, work)
+        path = f"/api/v1/episodes/{episode_id}"
+        return await fetched(kit, ctx, "recall_session", path, m.EpisodeDetail.model_validate)
 
     @mcp.tool(
         name="session_summary",
@@ -219,13 +246,13 @@ def register_browse_tools(mcp: MCPServer, kit: Kit) -> None:
         ctx: Context,
         reason: Annotated[str, Field(max_length=200)] | None = None,
     ) -> m.ExclusionOut:
-        async def work(proj: str) -> m.ExclusionOut:
-            body: dict[str, Any] = {"path": path}
-            if reason:
-                body["reason"] = reason
-            return m.ExclusionOut(**await kit.call("POST", "/api/v1/exclusions", json_body=body))
-
-        return await kit.run(ctx, "exclude_path", None, work)
+        body: dict[str, Any] = {"path": path}
+        if reason:
+            body["reason"] = reason
+        shape = m.ExclusionOut.model_validate
+        return await fetched(
+            kit, ctx, "exclude_path", "/api/v1/exclusions", shape, method="POST", body=body
+        )
 
     @mcp.tool(
         name="list_exclusions",
@@ -234,16 +261,24 @@ def register_browse_tools(mcp: MCPServer, kit: Kit) -> None:
         description="The paths memory does not watch (set by hand or found automatically).",
     )
     async def list_exclusions(ctx: Context) -> m.Exclusions:
-        async def work(proj: str) -> m.Exclusions:
-            return m.Exclusions(**await kit.call("GET", "/api/v1/exclusions"))
-
-        return await kit.run(ctx, "list_exclusions", None, work)
+        path = "/api/v1/exclusions"
+        return await fetched(kit, ctx, "list_exclusions", path, m.Exclusions.model_validate)
 
     register_thinking_tools(mcp, kit)
 
 
 def register_thinking_tools(mcp: MCPServer, kit: Kit) -> None:
-    """Patterns, insights and abstractions: what the background agents concluded."""
+    """Patterns, insights and abstractions: what the background agents concluded. They
+    list alike (``items`` and ``next_cursor``) and dismiss alike (POST ``.../dismiss``)."""
+
+    async def listing(
+        ctx: Context, tool: str, project: str | None, path: str, **params: Any
+    ) -> m.Listing:
+        return await listed(kit, ctx, tool, project, path, m.Listing.model_validate, **params)
+
+    async def dismiss(ctx: Context, tool: str, path: str) -> m.Dismissed:
+        shape = m.Dismissed.model_validate
+        return await fetched(kit, ctx, tool, f"{path}/dismiss", shape, method="POST")
 
     @mcp.tool(
         name="get_patterns",
@@ -259,16 +294,8 @@ def register_thinking_tools(mcp: MCPServer, kit: Kit) -> None:
         limit: Limit = 20,
         cursor: Cursor = None,
     ) -> m.Listing:
-        async def work(proj: str) -> m.Listing:
-            params = {
-                "project": proj or None,
-                "min_strength": min_strength,
-                "limit": limit,
-                "cursor": cursor,
-            }
-            return m.Listing(**await kit.call("GET", "/api/v1/patterns", params=params))
-
-        return await kit.run(ctx, "get_patterns", project, work)
+        page = {"min_strength": min_strength, "limit": limit, "cursor": cursor}
+        return await listing(ctx, "get_patterns", project, "/api/v1/patterns", **page)
 
     @mcp.tool(
         name="get_insights",
@@ -280,11 +307,8 @@ def register_thinking_tools(mcp: MCPServer, kit: Kit) -> None:
     async def get_insights(
         ctx: Context, project: ProjectArg = None, limit: Limit = 20, cursor: Cursor = None
     ) -> m.Listing:
-        async def work(proj: str) -> m.Listing:
-            params = {"project": proj or None, "limit": limit, "cursor": cursor}
-            return m.Listing(**await kit.call("GET", "/api/v1/insights", params=params))
-
-        return await kit.run(ctx, "get_insights", project, work)
+        page = {"limit": limit, "cursor": cursor}
+        return await listing(ctx, "get_insights", project, "/api/v1/insights", **page)
 
     @mcp.tool(
         name="get_abstractions",
@@ -300,11 +324,8 @@ def register_thinking_tools(mcp: MCPServer, kit: Kit) -> None:
         limit: Limit = 20,
         cursor: Cursor = None,
     ) -> m.Listing:
-        async def work(proj: str) -> m.Listing:
-            params = {"project": proj or None, "level": level, "limit": limit, "cursor": cursor}
-            return m.Listing(**await kit.call("GET", "/api/v1/abstractions", params=params))
-
-        return await kit.run(ctx, "get_abstractions", project, work)
+        page = {"level": level, "limit": limit, "cursor": cursor}
+        return await listing(ctx, "get_abstractions", project, "/api/v1/abstractions", **page)
 
     @mcp.tool(
         name="dismiss_pattern",
@@ -313,11 +334,7 @@ def register_thinking_tools(mcp: MCPServer, kit: Kit) -> None:
         description="Mark a pattern as wrong or useless: it stops influencing recall.",
     )
     async def dismiss_pattern(pattern_id: AbsId, ctx: Context) -> m.Dismissed:
-        async def work(proj: str) -> m.Dismissed:
-            got = await kit.call("POST", f"/api/v1/patterns/{pattern_id}/dismiss")
-            return m.Dismissed(**got)
-
-        return await kit.run(ctx, "dismiss_pattern", None, work)
+        return await dismiss(ctx, "dismiss_pattern", f"/api/v1/patterns/{pattern_id}")
 
     @mcp.tool(
         name="dismiss_abstraction",
@@ -326,8 +343,5 @@ def register_thinking_tools(mcp: MCPServer, kit: Kit) -> None:
         description="Mark a principle or axiom (or pattern) as wrong: it is no longer offered.",
     )
     async def dismiss_abstraction(abstraction_id: AbsId, ctx: Context) -> m.Dismissed:
-        async def work(proj: str) -> m.Dismissed:
-            got = await kit.call("POST", f"/api/v1/abstractions/{abstraction_id}/dismiss")
-            return m.Dismissed(**got)
-
-        return await kit.run(ctx, "dismiss_abstraction", None, work)
+        path = f"/api/v1/abstractions/{abstraction_id}"
+        return await dismiss(ctx, "dismiss_abstraction", path)

@@ -57,7 +57,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabDaemon]:
 
 
 def test_insight_is_listed_and_shows_its_sources(
-    lab: LabDaemon, new_page: Callable[..., Any]
+    lab: LabDaemon, new_page: Callable[..., Any], console_errors: list[str]
 ) -> None:
     with lab.http() as http:
         insight = http.get("/api/v1/insights").json()["items"][0]
@@ -72,6 +72,8 @@ def test_insight_is_listed_and_shows_its_sources(
     card.wait_for()
     for term in insight["terms"]:
         assert term in card.inner_text()
+    # the title is a real link (a new tab opens the same selection); a plain click selects
+    assert card.locator(".ins-title").get_attribute("href") == f"#/insights?id={insight['id']}"
     card.locator(".ins-title").click()
 
     aside = page.locator(".ins-detail")
@@ -88,4 +90,9 @@ def test_insight_is_listed_and_shows_its_sources(
     page.fill(".view-insights input[name=project]", "gamma")
     page.press(".view-insights input[name=project]", "Enter")
     page.locator(".ins-empty").wait_for()
-    assert "project=gamma" in page.url
+    assert "project=gamma" in page.url and f"id={insight['id']}" in page.url
+
+    # an id that does not exist is answered in the pane
+    page.evaluate("() => { window.location.hash = '#/insights?id=no-such-insight'; }")
+    page.locator(".ins-detail").get_by_text("No such insight.").wait_for()
+    console_errors[:] = [e for e in console_errors if "no-such-insight" not in e]

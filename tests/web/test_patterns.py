@@ -92,6 +92,36 @@ def test_lists_patterns_and_shows_evidence_as_text(
     assert page.locator(".pat-detail .pat-detail-title").inner_text() == docker["title"]
 
 
+def test_selecting_moves_focus_and_a_missing_id_says_so(
+    patterns: dict[str, dict[str, Any]],
+    page: Any,
+    open_view: Callable[..., Any],
+    console_errors: list[str],
+) -> None:
+    """The list-detail layout (web/lib/listdetail.js): the count of what is shown, the
+    selected card marked, focus on the detail so a keyboard user lands on what they
+    opened, and an id that does not exist answered in the pane, not as a broken page."""
+    docker, pytest_pattern = patterns["docker"], patterns["pytest"]
+    open_view("patterns", f"project={PROJECT}")
+    card = page.locator(f".pat-card[data-id='{docker['id']}']")
+    card.wait_for()
+    cards = page.locator(".pat-card").count()
+    assert page.locator(".pat-count").inner_text() == f"{cards} shown"
+    page.locator(".pat-detail").get_by_text("Select one to see its evidence.").wait_for()
+
+    card.locator(".pat-title").focus()
+    page.keyboard.press("Enter")
+    page.locator(".pat-detail .pat-detail-title").wait_for()
+    page.wait_for_function("() => document.activeElement.classList.contains('pat-detail')")
+    other = page.locator(f".pat-card[data-id='{pytest_pattern['id']}']")
+    assert "selected" in (card.get_attribute("class") or "")
+    assert "selected" not in (other.get_attribute("class") or "")
+
+    open_view("patterns", "id=no-such-abstraction")
+    page.locator(".pat-detail").get_by_text("No such abstraction.").wait_for()
+    console_errors[:] = [e for e in console_errors if "no-such-abstraction" not in e]
+
+
 def test_dismiss_round_trip(
     patterns: dict[str, dict[str, Any]], page: Any, open_view: Callable[..., Any], web_daemon: Any
 ) -> None:

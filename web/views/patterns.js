@@ -4,7 +4,9 @@
 // rests on) or its children, and a dismiss button ("this is not a theme": never re-created
 // from the same cluster). All state lives in the URL: level, state, project, id.
 import { h, clear } from "../lib/dom.js";
-import { ago, chips, errorText, kv, memoryRef, meter, pill, statusLine, table } from "../lib/health-kit.js";
+import { ago, chips, kv, memoryRef, meter, pill, statusLine, table } from "../lib/health-kit.js";
+import { listDetail } from "../lib/listdetail.js";
+import { href } from "../lib/widgets.js";
 
 export const title = "Patterns";
 
@@ -44,16 +46,9 @@ export function mount(root, params, ctx) {
     min_strength: params.get("min_strength") || "",
     id: params.get("id") || "",
   };
-  let alive = true;
-  let listAbort = null;
-  let detailAbort = null;
-
-  root.classList.add("view-patterns");
   const status = statusLine();
-  const list = h("ol", { class: "pat-list", "aria-label": "Abstractions" });
-  const more = h("button", { type: "button", class: "pat-more", hidden: true }, "Load more");
   const count = h("span", { class: "muted pat-count" });
-  const detail = h("aside", { class: "pat-detail", "aria-live": "polite", tabindex: "-1" });
+  root.classList.add("view-patterns");
 
   function pushParams() {
     const out = {};
@@ -66,45 +61,38 @@ export function mount(root, params, ctx) {
   }
 
   function hrefFor(id) {
-    const q = new URLSearchParams();
-    if (state.level !== "pattern") q.set("level", state.level);
-    if (state.state !== "active") q.set("state", state.state);
-    if (state.project) q.set("project", state.project);
-    q.set("id", id);
-    return `#/patterns?${q}`;
+    const level = state.level !== "pattern" ? state.level : "";
+    return href("patterns", { level, state: state.state !== "active" ? state.state : "", project: state.project, id });
   }
 
-  function select(id) {
-    state.id = id;
-    pushParams();
-    for (const item of list.children) item.classList.toggle("selected", item.dataset.id === id);
-    loadDetail().then(() => {
-      // keyboard users land on what they opened; in a narrow window it is below the list
-      if (!alive) return;
-      const narrow = window.matchMedia("(max-width: 800px)").matches;
-      detail.focus({ preventScroll: !narrow });
-      if (narrow) detail.scrollIntoView({ block: "start" });
-    });
-  }
+  const pane = listDetail(ctx, {
+    prefix: "pat",
+    label: "Abstractions",
+    state,
+    status,
+    pushParams,
+    hrefFor,
+    fetchPage: (cursor, signal) => {
+      const [path, query] = listRequest(state, cursor);
+      return ctx.api.get(path, query, { signal });
+    },
+    card,
+    empty: "No abstractions match. The abstraction agent runs on its schedule; Health has a run-now button.",
+    onPage: (page) => {
+      count.textContent = `${pane.list.querySelectorAll(".pat-card").length}${page.next_cursor ? "+" : ""} shown`;
+    },
+    detailPath: (id) => `/api/v1/abstractions/${encodeURIComponent(id)}`,
+    renderDetail,
+    noSelection: "Select one to see its evidence.",
+    notFound: "No such abstraction.",
+  });
+  const { select } = pane;
 
   function card(a) {
-    const link = h(
-      "a",
-      {
-        href: hrefFor(a.id),
-        class: "pat-title",
-        onclick: (event) => {
-          if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey) return;
-          event.preventDefault();
-          select(a.id);
-        },
-      },
-      a.title || "(untitled)",
-    );
     return h(
       "li",
       { class: `pat-card${a.id === state.id ? " selected" : ""}`, dataset: { id: a.id, state: a.state } },
-      h("div", { class: "pat-card-head" }, link, pill(a.level, "info"), pill(a.state, stateKind(a.state))),
+      h("div", { class: "pat-card-head" }, pane.link(a.id, a.title || "(untitled)", "pat-title"), pill(a.level, "info"), pill(a.state, stateKind(a.state))),
       h("p", { class: "pat-desc" }, a.description || ""),
       h(
         "div",
@@ -116,29 +104,6 @@ export function mount(root, params, ctx) {
       ),
       chips(a.concepts),
     );
-  }
-
-  async function loadList(append = false, cursor = undefined) {
-    if (listAbort) listAbort.abort();
-    listAbort = new AbortController();
-    if (!append) {
-      clear(list);
-      list.setAttribute("aria-busy", "true");
-    }
-    try {
-      const [path, query] = listRequest(state, cursor);
-      const page = await ctx.api.get(path, query, { signal: listAbort.signal });
-      if (!alive) return;
-      for (const a of page.items) list.append(card(a));
-      if (!list.children.length) list.append(h("li", { class: "muted pat-empty" }, "No abstractions match. The abstraction agent runs on its schedule; Health has a run-now button."));
-      more.hidden = !page.next_cursor;
-      more.onclick = () => loadList(true, page.next_cursor);
-      count.textContent = `${list.querySelectorAll(".pat-card").length}${page.next_cursor ? "+" : ""} shown`;
-    } catch (err) {
-      if (err.name !== "AbortError" && alive) status.error(err);
-    } finally {
-      list.removeAttribute("aria-busy");
-    }
   }
 
   function evidenceTable(items) {
@@ -185,9 +150,9 @@ export function mount(root, params, ctx) {
         yes.disabled = true;
         try {
           await ctx.api.post(dismissPath(a));
-          if (!alive) return;
+          if (!pane.alive()) return;
           status.ok(`Dismissed "${a.title}".`);
-          await Promise.all([loadDetail(), loadList()]);
+          await Promise.all([pane.loadDetail(), pane.loadList()]);
         } catch (err) {
           yes.disabled = false;
           status.error(err);
@@ -205,48 +170,29 @@ export function mount(root, params, ctx) {
     return box;
   }
 
-  async function loadDetail() {
-    if (detailAbort) detailAbort.abort();
-    clear(detail);
-    if (!state.id) {
-      detail.append(h("p", { class: "muted" }, "Select one to see its evidence."));
-      return;
+  function renderDetail(d, detail) {
+    const a = d.abstraction;
+    detail.append(
+      h("h2", { class: "pat-detail-title" }, a.title || "(untitled)"),
+      h("div", { class: "pat-badges" }, pill(a.level, "info"), pill(a.state, stateKind(a.state)), pill(`described by ${a.described_by}`, "muted")),
+      h("p", { class: "pat-detail-desc" }, a.description || ""),
+      chips(a.concepts),
+      kv([
+        ["Strength", meter(a.strength)],
+        ["Confidence", meter(a.confidence)],
+        ["Grounding", meter(a.grounding, "share of its evidence still live")],
+        ["Project", a.project || "all projects"],
+        ["Created", ago(a.created_at)],
+        ["Last evidence", ago(a.last_seen_at)],
+        ["Merged into", a.merged_into ? h("a", { href: hrefFor(a.merged_into), onclick: (e) => { e.preventDefault(); select(a.merged_into); } }, a.merged_into) : null],
+      ]),
+      dismissControls(a),
+    );
+    if (a.level === "pattern" || d.evidence.length) {
+      detail.append(h("h3", {}, `Evidence (${a.evidence_count})`), evidenceTable(d.evidence));
+      if (d.truncated) detail.append(h("p", { class: "muted" }, `Showing the newest ${d.evidence.length}.`));
     }
-    detailAbort = new AbortController();
-    detail.setAttribute("aria-busy", "true");
-    try {
-      const d = await ctx.api.get(`/api/v1/abstractions/${encodeURIComponent(state.id)}`, undefined, { signal: detailAbort.signal });
-      if (!alive) return;
-      const a = d.abstraction;
-      clear(detail);
-      detail.append(
-        h("h2", { class: "pat-detail-title" }, a.title || "(untitled)"),
-        h("div", { class: "pat-badges" }, pill(a.level, "info"), pill(a.state, stateKind(a.state)), pill(`described by ${a.described_by}`, "muted")),
-        h("p", { class: "pat-detail-desc" }, a.description || ""),
-        chips(a.concepts),
-        kv([
-          ["Strength", meter(a.strength)],
-          ["Confidence", meter(a.confidence)],
-          ["Grounding", meter(a.grounding, "share of its evidence still live")],
-          ["Project", a.project || "all projects"],
-          ["Created", ago(a.created_at)],
-          ["Last evidence", ago(a.last_seen_at)],
-          ["Merged into", a.merged_into ? h("a", { href: hrefFor(a.merged_into), onclick: (e) => { e.preventDefault(); select(a.merged_into); } }, a.merged_into) : null],
-        ]),
-        dismissControls(a),
-      );
-      if (a.level === "pattern" || d.evidence.length) {
-        detail.append(h("h3", {}, `Evidence (${a.evidence_count})`), evidenceTable(d.evidence));
-        if (d.truncated) detail.append(h("p", { class: "muted" }, `Showing the newest ${d.evidence.length}.`));
-      }
-      if (d.children.length) detail.append(h("h3", {}, `Built on (${d.children.length})`), childList(d.children));
-    } catch (err) {
-      if (err.name === "AbortError" || !alive) return;
-      clear(detail);
-      detail.append(h("p", { class: "kit-status kit-bad" }, err.status === 404 ? "No such abstraction." : errorText(err)));
-    } finally {
-      detail.removeAttribute("aria-busy");
-    }
+    if (d.children.length) detail.append(h("h3", {}, `Built on (${d.children.length})`), childList(d.children));
   }
 
   // ---- filters ---------------------------------------------------------------------------
@@ -274,22 +220,13 @@ export function mount(root, params, ctx) {
     state.state = stateSel.value;
     state.project = projectIn.value.trim();
     pushParams();
-    loadList();
+    pane.loadList();
   }
   levelSel.addEventListener("change", apply);
   stateSel.addEventListener("change", apply);
 
-  root.append(
-    h("header", { class: "view-head" }, h("h1", {}, "Patterns & abstractions"), form),
-    status.el,
-    h("div", { class: "pat-layout" }, h("div", { class: "pat-main" }, list, more), detail),
-  );
-  loadList();
-  loadDetail();
-
-  return () => {
-    alive = false;
-    if (listAbort) listAbort.abort();
-    if (detailAbort) detailAbort.abort();
-  };
+  root.append(h("header", { class: "view-head" }, h("h1", {}, "Patterns & abstractions"), form), status.el, pane.layout);
+  pane.loadList();
+  pane.loadDetail();
+  return pane.stop;
 }
