@@ -17,6 +17,15 @@ The 100k home is the one ``bench/recall_scale.py`` caches (``~/.cache/mnemonic-b
 recall-scale-100000-*``), copied to a temp folder first: the cache is never written.
 
     .venv/bin/python bench/dashboard.py [--loads 5] [--searches 30] [--rate 10] [--json]
+
+``--only search`` measures Search alone (its first paint and round trip), once the recall
+index is ready like every run (the page would otherwise time the SQL fallback).
+
+``--routes`` skips the browser: it times the aggregate routes the views start with
+(``/timeline``, ``/projects``, ``/stats``, the graphs) over HTTP against the same warm
+daemon, once the recall index is ready, and prints the median of ``--repeat`` requests.
+
+    .venv/bin/python bench/dashboard.py --routes [--repeat 15] [--json]
 """
 
 from __future__ import annotations
@@ -178,6 +187,53 @@ def p95(values: list[float]) -> float:
     return round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 1)
 
 
+ROUTES: list[tuple[str, dict[str, Any]]] = [
+    ("/api/v1/timeline", {"buckets": 120}),
+    ("/api/v1/projects", {}),
+    ("/api/v1/stats", {}),
+    ("/api/v1/graph", {"limit": 500}),
+    ("/api/v1/graph/neighbourhood", {"limit": 2000}),
+]
+
+
+def wait_index(http: Any, timeout: float = 600.0) -> float:
+    """Seconds until the recall index reports ready (the aggregates read it)."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        index = http.get("/api/v1/health").json().get("recall_index") or {}
+        if index.get("state") == "ready":
+            return time.monotonic() - started
+        time.sleep(0.2)
+    raise SystemExit(f"recall index not ready in {timeout} s")
+
+
+def time_routes(daemon: DaemonProc, repeat: int) -> dict[str, Any]:
+    """Median, min and max wall time of each of :data:`ROUTES` over ``repeat`` requests
+    (after one warm-up request each), from a client on the same machine."""
+    out: dict[str, Any] = {}
+    with daemon.client(timeout=120) as http:
+        out["index_wait_s"] = round(wait_index(http), 1)
+        for path, params in ROUTES:
+            first = time.perf_counter()
+            answer = http.get(path, params=params)
+            answer.raise_for_status()
+            cold = (time.perf_counter() - first) * 1000
+            times = []
+            for _ in range(repeat):
+                started = time.perf_counter()
+                http.get(path, params=params).raise_for_status()
+                times.append((time.perf_counter() - started) * 1000)
+            out[path] = {
+                "first_ms": round(cold, 1),
+                "median_ms": med(times),
+                "min_ms": round(min(times), 1),
+                "max_ms": round(max(times), 1),
+                "bytes": len(answer.content),
+            }
+            progress(f"{path}: {out[path]}")
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--loads", type=int, default=5)
@@ -185,7 +241,18 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=10.0, help="live events per second")
     parser.add_argument("--hours", type=float, nargs="+", default=[1.0, 4.0])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--only",
+        choices=["search", "timeline"],
+        help="search: its first paint and round trip only; timeline: its first paint only",
+    )
+    parser.add_argument("--routes", action="store_true", help="time the API routes only")
+    parser.add_argument("--repeat", type=int, default=15, help="requests per route (--routes)")
     args = parser.parse_args()
+    if args.routes:
+        return routes_main(args)
+    if args.only == "search":
+        args.hours = []  # the live page is still opened, but fed nothing
     from playwright.sync_api import sync_playwright
 
     source = find_home()
@@ -196,6 +263,7 @@ def main() -> int:
     try:
         report["daemon_ready_s"] = round(daemon.wait_ready(timeout=600), 1)
         with daemon.client() as http:
+            report["index_wait_s"] = round(wait_index(http), 1)  # else recall runs on SQL
             stats = http.get("/api/v1/stats").json()
             report["memories"] = (stats.get("memories") or {}).get("total")
             # warm the daemon's query path and the timeline (first runs load caches)
@@ -220,6 +288,8 @@ def main() -> int:
                 ("search", search_url, search_ready),
                 ("timeline", timeline_url, timeline_ready),
             ):
+                if args.only and name != args.only:
+                    continue
                 first_paint(context, url, ready)  # warm-up: module cache, daemon caches
                 loads = [first_paint(context, url, ready) for _ in range(args.loads)]
                 report[f"{name}_first_paint_ms"] = med([x["ready_ms"] for x in loads])
@@ -228,6 +298,11 @@ def main() -> int:
                 ordered = sorted(loads, key=lambda x: x["ready_ms"])
                 report[f"{name}_api_calls"] = ordered[len(ordered) // 2]["api"]
                 progress(f"{name}: meaningful paint {report[f'{name}_first_paint_ms']} ms")
+
+            if args.only == "timeline":
+                browser.close()
+                show(report, args.json)
+                return 0  # the daemon is stopped and the copy removed below
 
             page = context.new_page()
             page.goto(search_url)
@@ -284,12 +359,32 @@ def main() -> int:
     finally:
         daemon.close()
         shutil.rmtree(home.parent, ignore_errors=True)
-    if args.json:
+    show(report, args.json)
+    return 0
+
+
+def routes_main(args: argparse.Namespace) -> int:
+    source = find_home()
+    progress(f"copying {source} ...")
+    home = copy_home(source)
+    report: dict[str, Any] = {"home": str(source.parent.name)}
+    daemon = DaemonProc(home)
+    try:
+        report["daemon_ready_s"] = round(daemon.wait_ready(timeout=600), 1)
+        report.update(time_routes(daemon, args.repeat))
+    finally:
+        daemon.close()
+        shutil.rmtree(home.parent, ignore_errors=True)
+    show(report, args.json)
+    return 0
+
+
+def show(report: dict[str, Any], as_json: bool) -> None:
+    if as_json:
         print(json.dumps(report, indent=2))
     else:
         for key, value in report.items():
             print(f"{key}: {value}")
-    return 0
 
 
 if __name__ == "__main__":

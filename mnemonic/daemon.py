@@ -50,6 +50,7 @@ from mnemonic.api.tool_usage_routes import build_tool_usage_routes
 from mnemonic.api.ws import EventStream
 from mnemonic.api_token import TOKEN_ENV, load_or_create_token
 from mnemonic.app.activity import ActivityLog
+from mnemonic.app.aggregates import Aggregates
 from mnemonic.app.browse import BrowseService
 from mnemonic.app.exclusions import ExclusionService
 from mnemonic.app.files import FileMemories, FileVersion
@@ -292,7 +293,9 @@ class Daemon:
             clock=utcnow,
             canonical_project=self.projects.canonical,
         )
-        self.browse = BrowseService(self.browser, self.store)
+        # counts over every memory: from the recall index's columns once it is ready
+        self.aggregates = Aggregates(self.index, self.browser, SQLiteDashboard(self.db))
+        self.browse = BrowseService(self.browser, self.store, self.aggregates)
         self.supersessions = SupersessionService(SQLiteSupersessions(self.db), self.bus.publish)
         self.agent_runs = SQLiteRunLog(self.db)
         self.agents = AgentRegistry()  # the thinking half's cycle agents, by name
@@ -837,7 +840,9 @@ class Daemon:
                 *build_enrichment_routes(self.enrichment, utcnow),
                 *build_consolidation_routes(self.consolidations, utcnow),
                 *build_episode_routes(self.episodes),
-                *build_dashboard_routes(self.service, SQLiteDashboard(self.db)),
+                *build_dashboard_routes(
+                    self.service, self.browse, self.aggregates, SQLiteDashboard(self.db)
+                ),
                 *build_insight_routes(self.dreaming.store),
                 *build_abstraction_routes(
                     self.abstraction.store, utcnow, on_change=self.pattern_refresher.refresh

@@ -25,7 +25,7 @@ from mnemonic.app.activity import ActivityLog
 from mnemonic.app.browse import BrowseService
 from mnemonic.app.service import MemoryService
 from mnemonic.store.base import Filters
-from mnemonic.store.browse import EdgeRow, Graph
+from mnemonic.store.browse import EdgeRow, Graph, GraphNode
 from mnemonic.store.models import Association, Memory
 
 P = TypeVar("P", bound=BaseModel)
@@ -55,7 +55,7 @@ def _edge(edge: Association, ids: dict[int, str]) -> dict[str, Any]:
     }
 
 
-def _node(memory: Memory) -> dict[str, Any]:
+def _node(memory: Memory | GraphNode) -> dict[str, Any]:
     return {
         "id": memory.id,
         "summary": memory.summary,
@@ -69,6 +69,8 @@ def _node(memory: Memory) -> dict[str, Any]:
 
 
 def graph_json(graph: Graph) -> dict[str, Any]:
+    """Nodes, the edges among them and whether the walk stopped at its cap: the answer of
+    ``/api/v1/graph`` and, with a ``center``, of ``/api/v1/graph/neighbourhood``."""
     ids = {m.seq: m.id for m in graph.nodes}
     edges = [e for e in graph.edges if e.source_seq in ids and e.target_seq in ids]
     return {

@@ -21,14 +21,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mnemonic.api import responses as r
-from mnemonic.api.browse_routes import query_params
+from mnemonic.api.browse_routes import graph_json, query_params
 from mnemonic.api.episode_routes import Episode, episode_json
-from mnemonic.api.schemas import ProjectName, When, _split
+from mnemonic.api.schemas import ProjectName, When, split_list
 from mnemonic.api.serialize import raw_json
+from mnemonic.app.browse import BrowseService
 from mnemonic.app.service import MemoryService
 from mnemonic.errors import InvalidInputError, NotFoundError
 from mnemonic.store.base import Filters
-from mnemonic.store.dashboard import Merges, NodeGraph, Timeline
+from mnemonic.store.dashboard import Merges, Timeline
 from mnemonic.store.episodes import EpisodeRow
 from mnemonic.store.models import MemoryState, MemoryType, Source
 
@@ -37,10 +38,8 @@ MAX_TIMELINE_EPISODES = 500
 MIN_SPAN = timedelta(minutes=1)
 
 
-class DashboardReader(Protocol):
-    async def graph_around(self, seq: int, depth: int, max_nodes: int) -> NodeGraph: ...
-
-    async def graph_of(self, filters: Filters, max_nodes: int) -> NodeGraph: ...
+class TimelineReader(Protocol):
+    """``app/aggregates.py``: counted from the recall index's columns once it is ready."""
 
     async def span(self, filters: Filters) -> tuple[datetime, datetime] | None: ...
 
@@ -53,6 +52,10 @@ class DashboardReader(Protocol):
         project: str | None,
         max_episodes: int,
     ) -> Timeline: ...
+
+
+class ProvenanceReader(Protocol):
+    """``store/dashboard.py``."""
 
     async def episode_of(self, memory_id: str) -> EpisodeRow | None: ...
 
@@ -76,7 +79,7 @@ class NeighbourhoodParams(_Params):
     depth: Annotated[int, Field(ge=1, le=3)] = 2
     limit: Annotated[int, Field(ge=1, le=MAX_NODES)] = 500
 
-    _lists = field_validator("state", mode="before")(_split)
+    _lists = field_validator("state", mode="before")(split_list)
 
 
 class TimelineParams(_Params):
@@ -90,7 +93,7 @@ class TimelineParams(_Params):
     type: list[MemoryType] | None = None
     state: list[MemoryState] | None = None
 
-    _lists = field_validator("source", "type", "state", mode="before")(_split)
+    _lists = field_validator("source", "type", "state", mode="before")(split_list)
 
 
 # ---- answers -------------------------------------------------------------------------------
@@ -191,37 +194,6 @@ def timeline_range(
     return start, end
 
 
-def graph_json(graph: NodeGraph, center: str | None) -> dict[str, Any]:
-    ids = {n.seq: n.id for n in graph.nodes}
-    return {
-        "nodes": [
-            {
-                "id": n.id,
-                "summary": n.summary,
-                "type": n.type,
-                "source": n.source,
-                "project": n.project or None,
-                "state": n.state,
-                "salience": round(n.salience, 4),
-                "timestamp": n.timestamp.isoformat(),
-            }
-            for n in graph.nodes
-        ],
-        "edges": [
-            {
-                "source": ids[e.source_seq],
-                "target": ids[e.target_seq],
-                "relation": e.relation.value,
-                "strength": round(e.strength, 4),
-            }
-            for e in graph.edges
-            if e.source_seq in ids and e.target_seq in ids
-        ],
-        "truncated": graph.truncated,
-        "center": center,
-    }
-
-
 def _timeline_json(t: Timeline) -> dict[str, Any]:
     return {
         "since": t.since.isoformat(),
@@ -245,18 +217,22 @@ def _timeline_json(t: Timeline) -> dict[str, Any]:
 # ---- routes --------------------------------------------------------------------------------
 
 
-def build_dashboard_routes(service: MemoryService, dashboard: DashboardReader) -> list[Route]:
+def build_dashboard_routes(
+    service: MemoryService,
+    browse: BrowseService,
+    timelines: TimelineReader,
+    dashboard: ProvenanceReader,
+) -> list[Route]:
     async def neighbourhood(request: Request) -> Response:
         p = query_params(request, NeighbourhoodParams)
         if p.memory_id is not None and p.project is not None:
             raise InvalidInputError("memory_id", "give memory_id or project, not both")
-        if p.memory_id is not None:
-            memory = await service.get(p.memory_id)
-            graph = await dashboard.graph_around(memory.seq, p.depth, p.limit)
-        else:
-            states = tuple(p.state) if p.state else Filters().states
-            graph = await dashboard.graph_of(Filters(project=p.project, states=states), p.limit)
-        return JSONResponse(graph_json(graph, p.memory_id))
+        # unlike /api/v1/graph, active and fading memories only unless states are named
+        states = tuple(p.state) if p.state else Filters().states
+        graph = await browse.graph(
+            p.memory_id, Filters(project=p.project, states=states), p.depth, p.limit, MAX_NODES
+        )
+        return JSONResponse({**graph_json(graph), "center": p.memory_id})
 
     async def timeline(request: Request) -> Response:
         p = query_params(request, TimelineParams)
@@ -268,9 +244,9 @@ def build_dashboard_routes(service: MemoryService, dashboard: DashboardReader) -
         )
         span = None
         if p.since is None or p.until is None:
-            span = await dashboard.span(filters)
+            span = await timelines.span(filters)
         since, until = timeline_range(p.since, p.until, span)
-        found = await dashboard.timeline(
+        found = await timelines.timeline(
             filters, since, until, p.buckets, p.project, MAX_TIMELINE_EPISODES
         )
         return JSONResponse(_timeline_json(found))

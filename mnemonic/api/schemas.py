@@ -201,7 +201,7 @@ class AmendBody(_Body):
     reason: Annotated[str, Field(max_length=1000)] | None = None
 
 
-def _split(value: Any) -> Any:
+def split_list(value: Any) -> Any:
     """Query lists arrive as repeated keys or comma-separated values."""
     if isinstance(value, str):
         return value.split(",")
@@ -223,7 +223,7 @@ class ListParams(_Body):
     limit: Annotated[int, Field(ge=1, le=200)] = 50
     cursor: Annotated[str, Field(max_length=200)] | None = None
 
-    _lists = field_validator("source", "type", "state", mode="before")(_split)
+    _lists = field_validator("source", "type", "state", mode="before")(split_list)
 
 
 class ContextParams(_Body):
@@ -237,7 +237,7 @@ class GraphParams(_Body):
     depth: Annotated[int, Field(ge=1, le=3)] = 2
     limit: Annotated[int, Field(ge=1, le=500)] = 200
 
-    _lists = field_validator("state", mode="before")(_split)
+    _lists = field_validator("state", mode="before")(split_list)
 
 
 class AssociationParams(_Body):
@@ -253,7 +253,7 @@ class ActivityParams(_Body):
     types: list[EventName] | None = None
     project: ProjectName | None = None
 
-    _lists = field_validator("types", mode="before")(_split)
+    _lists = field_validator("types", mode="before")(split_list)
 
 
 _ABSOLUTE = r"^[/~][^\x00]*$"  # absolute or ~-relative, no NUL

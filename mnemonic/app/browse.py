@@ -13,12 +13,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from mnemonic.app.aggregates import Aggregates
 from mnemonic.errors import InvalidInputError, NotFoundError
 from mnemonic.store.base import Filters, MemoryStore
 from mnemonic.store.browse import EdgeRow, Graph, Link, ProjectRow, SQLiteBrowser
 from mnemonic.store.models import Memory, Relation
 
 MAX_GRAPH_NODES = 500
+"""The browse graph's cap; the dashboard's neighbourhood passes its own (2,000)."""
 MAX_GRAPH_DEPTH = 3
 
 
@@ -48,9 +50,12 @@ def decode_cursor(cursor: str) -> Any:
 
 
 class BrowseService:
-    def __init__(self, browser: SQLiteBrowser, memories: MemoryStore) -> None:
+    def __init__(
+        self, browser: SQLiteBrowser, memories: MemoryStore, aggregates: Aggregates
+    ) -> None:
         self._browser = browser
         self._memories = memories
+        self._aggregates = aggregates
 
     async def _memory(self, memory_id: str) -> Memory:
         memory = await self._memories.get(memory_id)
@@ -77,15 +82,22 @@ class BrowseService:
         return MemoryContext(memory, links, around)
 
     async def graph(
-        self, memory_id: str | None, filters: Filters, depth: int, max_nodes: int
+        self,
+        memory_id: str | None,
+        filters: Filters,
+        depth: int,
+        max_nodes: int,
+        cap: int = MAX_GRAPH_NODES,
     ) -> Graph:
-        max_nodes = min(max_nodes, MAX_GRAPH_NODES)
+        """Breadth-first around ``memory_id``, else the most recent memories passing
+        ``filters``; at most ``max_nodes`` nodes and never more than ``cap``."""
+        max_nodes = min(max_nodes, cap)
         if memory_id is not None:
             memory = await self._memory(memory_id)
             return await self._browser.graph_around(
                 memory.seq, min(depth, MAX_GRAPH_DEPTH), max_nodes
             )
-        return await self._browser.graph_of_project(filters, max_nodes)
+        return await self._browser.graph_of(filters, max_nodes)
 
     async def associations(
         self,
@@ -120,10 +132,10 @@ class BrowseService:
         return Page(items, next_cursor)
 
     async def projects(self) -> list[ProjectRow]:
-        return await self._browser.projects()
+        return await self._aggregates.projects()
 
     async def breakdown(self) -> dict[str, Any]:
-        return await self._browser.breakdown()
+        return await self._aggregates.breakdown()
 
     async def gauges(self) -> tuple[dict[str, int], dict[str, int]]:
         """(memories by state, raw memories by status), cheap enough for every scrape."""

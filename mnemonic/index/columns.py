@@ -70,6 +70,22 @@ class Traits:
     utility: float
 
 
+@dataclass(frozen=True, slots=True)
+class ColumnView:
+    """The grouping columns as one bundle of one capacity, for aggregate reads (counts by
+    state, type, source or project; spans of time) in a worker thread. The arrays are the
+    live ones, not copies: read them, never write; a row changed meanwhile reads old or
+    new. ``projects`` holds the names known when the view was taken (a code past its end
+    is a project created since)."""
+
+    state: npt.NDArray[np.int8]
+    type: npt.NDArray[np.int8]
+    source: npt.NDArray[np.int8]
+    project: npt.NDArray[np.int32]
+    timestamp: npt.NDArray[np.float64]
+    projects: tuple[str, ...]
+
+
 @dataclass(slots=True)
 class _Arrays:
     state: npt.NDArray[np.int8]
@@ -165,6 +181,17 @@ class MemoryColumns:
         if not 0 <= seq < arrays.capacity or arrays.state[seq] == 0:
             return None
         return self._project_names[int(arrays.project[seq])]
+
+    def view(self) -> ColumnView:
+        arrays = self._arrays
+        return ColumnView(
+            state=arrays.state,
+            type=arrays.type,
+            source=arrays.source,
+            project=arrays.project,
+            timestamp=arrays.timestamp,
+            projects=tuple(self._project_names),
+        )
 
     def seqs(self) -> SeqArray:
         """Every seq that holds a memory, ascending."""

@@ -1,7 +1,8 @@
 """Read models for browsing the memory (lists, graph, projects, stats) and amendments.
 
 Kept apart from the hot write and recall paths in ``sqlite.py``; each coroutine is one
-unit of work on a connection's own thread.
+unit of work on a connection's own thread. The graph walk here serves both the browse
+graph (500 nodes) and the dashboard's neighbourhood (2,000): the cap is the caller's.
 """
 
 from __future__ import annotations
@@ -19,7 +20,16 @@ import numpy as np
 from mnemonic.llm.embedding import Vectors
 from mnemonic.store.base import Filters
 from mnemonic.store.database import Database
-from mnemonic.store.models import Association, Encoded, Memory, MemoryState, RawStatus, Relation
+from mnemonic.store.models import (
+    Association,
+    Encoded,
+    Memory,
+    MemoryState,
+    MemoryType,
+    RawStatus,
+    Relation,
+    Source,
+)
 from mnemonic.store.sqlite import _memory, _placeholders, filter_sql
 from mnemonic.timeutil import from_db, to_db, utcnow
 
@@ -36,8 +46,24 @@ class Link:
 
 
 @dataclass(frozen=True, slots=True)
+class GraphNode:
+    """A memory as a graph draws it: the light columns, without content or metadata (at
+    2,000 nodes the whole rows would be most of the answer's cost)."""
+
+    seq: int
+    id: str
+    summary: str
+    type: MemoryType
+    source: Source
+    project: str
+    state: MemoryState
+    salience: float
+    timestamp: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class Graph:
-    nodes: list[Memory]
+    nodes: list[GraphNode]
     edges: list[Association]
     truncated: bool
 
@@ -139,13 +165,14 @@ class SQLiteBrowser:
         return await self.db.run_read(work)
 
     async def graph_around(self, seq: int, depth: int, max_nodes: int) -> Graph:
-        """Breadth-first from one memory, at most ``depth`` hops and ``max_nodes`` nodes."""
+        """Breadth-first from one memory, at most ``depth`` hops and ``max_nodes`` nodes;
+        the walk stops at the first node that does not fit (``truncated``)."""
 
         def work(conn: sqlite3.Connection) -> Graph:
             seen = {seq}
             frontier = deque([(seq, 0)])
             truncated = False
-            while frontier:
+            while frontier and not truncated:
                 current, dist = frontier.popleft()
                 if dist >= depth:
                     continue
@@ -161,7 +188,7 @@ class SQLiteBrowser:
 
         return await self.db.run_read(work)
 
-    async def graph_of_project(self, filters: Filters, max_nodes: int) -> Graph:
+    async def graph_of(self, filters: Filters, max_nodes: int) -> Graph:
         """The most recent ``max_nodes`` memories passing ``filters`` and the edges among them."""
         where, params = filter_sql(filters)
 
@@ -227,7 +254,7 @@ class SQLiteBrowser:
                 "SELECT project, count(*) AS n,"
                 " sum(state IN ('active', 'fading')) AS active,"
                 " min(timestamp) AS first_at, max(timestamp) AS last_at"
-                " FROM memories GROUP BY project ORDER BY last_at DESC"
+                " FROM memories GROUP BY project ORDER BY last_at DESC, project"
             ).fetchall()
             return [
                 ProjectRow(
@@ -258,14 +285,12 @@ class SQLiteBrowser:
         return await self.db.run_read(work)
 
     async def breakdown(self, failed_limit: int = 20) -> dict[str, Any]:
-        """Counts by state, source, type and project; raw memories by status; the failed."""
+        """Counts by state, source, type and project; raw memories by status; the failed.
+        The memory counts scan the table (230 ms at 100k memories): the application layer
+        takes them from the recall index's columns when it is ready (``app/aggregates.py``)
+        and asks only :meth:`raw_breakdown` here."""
 
         def work(conn: sqlite3.Connection) -> dict[str, Any]:
-            failed = conn.execute(
-                "SELECT id, error, attempts, created_at FROM raw_memories WHERE status = 'failed'"
-                " ORDER BY created_at DESC LIMIT ?",
-                (failed_limit,),
-            ).fetchall()
             return {
                 "by_state": _grouped(conn, _BY_STATE),
                 "by_source": _grouped(
@@ -275,22 +300,17 @@ class SQLiteBrowser:
                 "by_project": _grouped(
                     conn,
                     "SELECT project, count(*) AS n FROM memories GROUP BY project"
-                    " ORDER BY n DESC LIMIT 100",
+                    f" ORDER BY n DESC, project LIMIT {TOP_PROJECTS}",
                 ),
-                "raw_by_status": _grouped(conn, _RAW_BY_STATUS),
-                "associations": conn.execute("SELECT count(*) FROM associations").fetchone()[0],
-                "failed": [
-                    {
-                        "raw_id": r["id"],
-                        "error": r["error"],
-                        "attempts": r["attempts"],
-                        "created_at": r["created_at"],
-                    }
-                    for r in failed
-                ],
+                **_raw_breakdown(conn, failed_limit),
             }
 
         return await self.db.run_read(work)
+
+    async def raw_breakdown(self, failed_limit: int = 20) -> dict[str, Any]:
+        """What :meth:`breakdown` adds to the memory counts, all index-only or bounded:
+        raw memories by status, the association count and the latest failures."""
+        return await self.db.run_read(lambda conn: _raw_breakdown(conn, failed_limit))
 
     async def amend(
         self,
@@ -377,23 +397,71 @@ def _adjacent(conn: sqlite3.Connection, seq: int) -> list[int]:
     return [r[0] for r in rows]
 
 
+_NODE_COLUMNS = "seq, id, summary, type, source, project, state, salience, timestamp"
+
+
 def _subgraph(conn: sqlite3.Connection, seqs: list[int], truncated: bool) -> Graph:
-    found = _memories_by_seq(conn, seqs)
-    edges: list[Association] = []
-    if seqs:
-        # each node's own edges through the primary key, the other end checked here: an
-        # `IN (..) AND IN (..)` over both columns made SQLite test every pair of nodes
-        # (3.0 s for 2,000 nodes over 200k edges, against 0.05 s this way)
-        inside = set(seqs)
-        rows = conn.execute(
+    """The nodes (light rows, in seq order) and the edges among them."""
+    if not seqs:
+        return Graph([], [], truncated)
+    wanted = json.dumps(seqs)
+    nodes = [
+        GraphNode(
+            seq=r[0],
+            id=r[1],
+            summary=r[2],
+            type=MemoryType(r[3]),
+            source=Source(r[4]),
+            project=r[5],
+            state=MemoryState(r[6]),
+            salience=float(r[7]),
+            timestamp=from_db(r[8]),
+        )
+        for r in conn.execute(
+            f"SELECT {_NODE_COLUMNS} FROM memories"
+            " WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq",
+            (wanted,),
+        )
+    ]
+    # each node's own edges through the primary key, the other end checked here: an
+    # `IN (..) AND IN (..)` over both columns made SQLite test every pair of nodes
+    # (3.0 s for 2,000 nodes over 200k edges, against 0.05 s this way)
+    inside = set(seqs)
+    edges = [
+        Association(r[0], r[1], Relation(r[2]), float(r[3]))
+        for r in conn.execute(
             "SELECT a.source_seq, a.target_seq, a.relation, a.strength"
             " FROM json_each(?) AS j JOIN associations AS a ON a.source_seq = j.value",
-            [json.dumps(seqs)],
-        ).fetchall()
-        edges = [
-            Association(r[0], r[1], Relation(r[2]), float(r[3])) for r in rows if r[1] in inside
-        ]
-    return Graph([found[s] for s in seqs if s in found], edges, truncated)
+            (wanted,),
+        )
+        if r[1] in inside
+    ]
+    return Graph(nodes, edges, truncated)
+
+
+TOP_PROJECTS = 100
+"""The projects ``/stats`` lists, the largest first."""
+
+
+def _raw_breakdown(conn: sqlite3.Connection, failed_limit: int) -> dict[str, Any]:
+    failed = conn.execute(
+        "SELECT id, error, attempts, created_at FROM raw_memories WHERE status = 'failed'"
+        " ORDER BY created_at DESC LIMIT ?",
+        (failed_limit,),
+    ).fetchall()
+    return {
+        "raw_by_status": _grouped(conn, _RAW_BY_STATUS),
+        "associations": conn.execute("SELECT count(*) FROM associations").fetchone()[0],
+        "failed": [
+            {
+                "raw_id": r["id"],
+                "error": r["error"],
+                "attempts": r["attempts"],
+                "created_at": r["created_at"],
+            }
+            for r in failed
+        ],
+    }
 
 
 _BY_STATE = "SELECT state, count(*) FROM memories GROUP BY state"

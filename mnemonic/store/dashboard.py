@@ -1,20 +1,21 @@
 """Reads the dashboard needs and no other face does: memories counted per time bucket (so
-the timeline stays one small answer at 100k memories), a graph of up to 2,000 nodes (light
-rows, edges found from each node's own key range), the episode a memory belongs to, and
-the merges a memory took part in (so the memory page offers "unmerge" only on a gist)."""
+the timeline stays one small answer at 100k memories), the episodes overlapping a range,
+the episode a memory belongs to, and the merges a memory took part in (so the memory page
+offers "unmerge" only on a gist). The graph walk is ``browse.py``'s, with a larger cap.
+
+The counting here is SQL, what the timeline falls back to while the recall index is not
+ready; once it is, ``app/aggregates.py`` counts from its columns (a scan of the table
+costs half a second at 100k memories, the columns a millisecond)."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from mnemonic.store.base import Filters
 from mnemonic.store.database import Database
-from mnemonic.store.episodes import EpisodeRow, _row
-from mnemonic.store.models import Relation
+from mnemonic.store.episodes import EpisodeRow, episode_row
 from mnemonic.store.sqlite import filter_sql
 from mnemonic.timeutil import from_db, to_db
 
@@ -43,34 +44,6 @@ class Merges:
     merged_into: list[str]  # gists this memory was merged into (undone merges included)
 
 
-@dataclass(frozen=True, slots=True)
-class GraphNode:
-    seq: int
-    id: str
-    summary: str
-    type: str
-    source: str
-    project: str
-    state: str
-    salience: float
-    timestamp: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class GraphEdge:
-    source_seq: int
-    target_seq: int
-    relation: Relation
-    strength: float
-
-
-@dataclass(frozen=True, slots=True)
-class NodeGraph:
-    nodes: list[GraphNode]
-    edges: list[GraphEdge]
-    truncated: bool
-
-
 def bucket_width(since: datetime, until: datetime, buckets: int) -> float:
     """Seconds per bucket so ``buckets`` of them cover ``[since, until)``; at least a
     millisecond (the resolution buckets are counted at)."""
@@ -84,44 +57,57 @@ def bucket_index(at: datetime, since: datetime, width: float, buckets: int) -> i
 
 
 _DAY_MS = 86_400_000.0
-_NODE_COLUMNS = "seq, id, summary, type, source, project, state, salience, timestamp"
 
 
-def _adjacent(conn: sqlite3.Connection, seq: int) -> list[int]:
-    rows = conn.execute(
-        "SELECT target_seq FROM associations WHERE source_seq = ? UNION"
-        " SELECT source_seq FROM associations WHERE target_seq = ?",
-        (seq, seq),
+def _episodes_between(
+    conn: sqlite3.Connection,
+    since: datetime,
+    until: datetime,
+    project: str | None,
+    max_episodes: int,
+) -> tuple[list[EpisodeRow], bool]:
+    """Episodes overlapping ``[since, until]``, oldest first, at most ``max_episodes``;
+    and whether more were left out."""
+    where = ["e.started_at <= ?", "e.ended_at >= ?"]
+    params: list[str | int] = [to_db(until), to_db(since)]
+    if project is not None:
+        where.append("e.project = ?")
+        params.append(project)
+    found = conn.execute(
+        f"SELECT e.* FROM episodes e WHERE {' AND '.join(where)}"
+        " ORDER BY e.started_at, e.id LIMIT ?",
+        [*params, max_episodes + 1],
     ).fetchall()
-    return [r[0] for r in rows]
+    return [episode_row(r) for r in found[:max_episodes]], len(found) > max_episodes
 
 
-def _subgraph(conn: sqlite3.Connection, seqs: list[int], truncated: bool) -> NodeGraph:
-    """The nodes and the edges among them. Edges are read by source (one primary-key range
-    per node) and kept when the target is in the set: asking SQLite for ``source IN (…) AND
-    target IN (…)`` probes every pair, 4 million lookups (3 s) at 2,000 nodes."""
-    if not seqs:
-        return NodeGraph([], [], truncated)
-    wanted = json.dumps(seqs)
-    nodes = [
-        GraphNode(r[0], r[1], r[2], r[3], r[4], r[5], r[6], float(r[7]), from_db(r[8]))
-        for r in conn.execute(
-            f"SELECT {_NODE_COLUMNS} FROM memories"
-            " WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq",
-            (wanted,),
-        )
-    ]
-    members = set(seqs)
-    edges = [
-        GraphEdge(r[0], r[1], Relation(r[2]), float(r[3]))
-        for r in conn.execute(
-            "SELECT a.source_seq, a.target_seq, a.relation, a.strength"
-            " FROM json_each(?) AS s JOIN associations a ON a.source_seq = s.value",
-            (wanted,),
-        )
-        if r[1] in members
-    ]
-    return NodeGraph(nodes, edges, truncated)
+def make_timeline(
+    since: datetime,
+    until: datetime,
+    buckets: int,
+    counts: list[dict[str, int]],
+    episodes: tuple[list[EpisodeRow], bool],
+) -> Timeline:
+    """The answer from memories counted per bucket (however they were counted) and the
+    episodes found; each episode starting inside the range is counted in its bucket."""
+    width = bucket_width(since, until, buckets)
+    found, truncated = episodes
+    starts = [0] * buckets
+    for ep in found:
+        if ep.started_at >= since:
+            starts[bucket_index(ep.started_at, since, width, buckets)] += 1
+    return Timeline(
+        since=since,
+        until=until,
+        bucket_seconds=width,
+        buckets=[
+            Bucket(since + timedelta(seconds=i * width), counts[i], starts[i])
+            for i in range(buckets)
+        ],
+        total=sum(n for bucket in counts for n in bucket.values()),
+        episodes=found,
+        episodes_truncated=truncated,
+    )
 
 
 class SQLiteDashboard:
@@ -176,77 +162,22 @@ class SQLiteDashboard:
                 [start_jd, _DAY_MS, width * 1000.0, *params],
             ).fetchall()
             counts: list[dict[str, int]] = [{} for _ in range(buckets)]
-            total = 0
             for b, kind, n in rows:
                 slot = counts[min(max(int(b), 0), buckets - 1)]
                 slot[kind] = slot.get(kind, 0) + n
-                total += n
-            ep_where = ["e.started_at <= ?", "e.ended_at >= ?"]
-            ep_params: list[str] = [to_db(until), to_db(since)]
-            if project is not None:
-                ep_where.append("e.project = ?")
-                ep_params.append(project)
-            found = conn.execute(
-                f"SELECT e.* FROM episodes e WHERE {' AND '.join(ep_where)}"
-                " ORDER BY e.started_at, e.id LIMIT ?",
-                [*ep_params, max_episodes + 1],
-            ).fetchall()
-            episodes = [_row(r) for r in found]
-            starts = [0] * buckets
-            for ep in episodes[:max_episodes]:
-                if ep.started_at >= since:
-                    starts[bucket_index(ep.started_at, since, width, buckets)] += 1
-            return Timeline(
-                since=since,
-                until=until,
-                bucket_seconds=width,
-                buckets=[
-                    Bucket(since + timedelta(seconds=i * width), counts[i], starts[i])
-                    for i in range(buckets)
-                ],
-                total=total,
-                episodes=episodes[:max_episodes],
-                episodes_truncated=len(episodes) > max_episodes,
-            )
+            episodes = _episodes_between(conn, since, until, project, max_episodes)
+            return make_timeline(since, until, buckets, counts, episodes)
 
         return await self.db.run_read(work)
 
-    async def graph_around(self, seq: int, depth: int, max_nodes: int) -> NodeGraph:
-        """Breadth-first from one memory, at most ``depth`` hops and ``max_nodes`` nodes."""
-
-        def work(conn: sqlite3.Connection) -> NodeGraph:
-            seen = {seq}
-            frontier = deque([(seq, 0)])
-            truncated = False
-            while frontier and not truncated:
-                current, dist = frontier.popleft()
-                if dist >= depth:
-                    continue
-                for other in _adjacent(conn, current):
-                    if other in seen:
-                        continue
-                    if len(seen) >= max_nodes:
-                        truncated = True
-                        break
-                    seen.add(other)
-                    frontier.append((other, dist + 1))
-            return _subgraph(conn, sorted(seen), truncated)
-
-        return await self.db.run_read(work)
-
-    async def graph_of(self, filters: Filters, max_nodes: int) -> NodeGraph:
-        """The most recent ``max_nodes`` memories passing ``filters``, edges among them."""
-        where, params = filter_sql(filters)
-
-        def work(conn: sqlite3.Connection) -> NodeGraph:
-            rows = conn.execute(
-                f"SELECT m.seq FROM memories m WHERE {where} ORDER BY m.seq DESC LIMIT ?",
-                [*params, max_nodes + 1],
-            ).fetchall()
-            seqs = [r[0] for r in rows]
-            return _subgraph(conn, sorted(seqs[:max_nodes]), len(seqs) > max_nodes)
-
-        return await self.db.run_read(work)
+    async def episodes_between(
+        self, since: datetime, until: datetime, project: str | None, max_episodes: int
+    ) -> tuple[list[EpisodeRow], bool]:
+        """Episodes overlapping the range (at most ``max_episodes``) and whether more were
+        left out: what the timeline shows beside counts taken from the columns."""
+        return await self.db.run_read(
+            lambda conn: _episodes_between(conn, since, until, project, max_episodes)
+        )
 
     async def episode_of(self, memory_id: str) -> EpisodeRow | None:
         def work(conn: sqlite3.Connection) -> EpisodeRow | None:
@@ -255,7 +186,7 @@ class SQLiteDashboard:
                 " JOIN memories m ON m.seq = em.memory_seq WHERE m.id = ?",
                 (memory_id,),
             ).fetchone()
-            return _row(row) if row is not None else None
+            return episode_row(row) if row is not None else None
 
         return await self.db.run_read(work)
 

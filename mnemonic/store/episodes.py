@@ -82,7 +82,8 @@ def _strings(value: str) -> tuple[str, ...]:
     return tuple(str(v) for v in loaded) if isinstance(loaded, list) else ()
 
 
-def _row(r: sqlite3.Row) -> EpisodeRow:
+def episode_row(r: sqlite3.Row) -> EpisodeRow:
+    """An ``episodes`` row (``SELECT e.*``) as an :class:`EpisodeRow`."""
     return EpisodeRow(
         id=r["id"],
         project=r["project"],
@@ -346,7 +347,7 @@ class SQLiteEpisodes:
     async def get(self, episode_id: str) -> EpisodeRow | None:
         def work(conn: sqlite3.Connection) -> EpisodeRow | None:
             row = conn.execute("SELECT * FROM episodes WHERE id = ?", (episode_id,)).fetchone()
-            return _row(row) if row else None
+            return episode_row(row) if row else None
 
         return await self.db.run_read(work)
 
@@ -410,7 +411,7 @@ class SQLiteEpisodes:
                 f"SELECT * FROM episodes WHERE {clause} ORDER BY started_at DESC, id DESC LIMIT ?",
                 [*params, limit],
             ).fetchall()
-            return [_row(r) for r in rows]
+            return [episode_row(r) for r in rows]
 
         return await self.db.run_read(work)
 
