@@ -396,7 +396,8 @@ ROUTE_DOCS: tuple[RouteDoc, ...] = (
         r.QueryAnswer,
         body=QueryBody,
         description="Full text and meaning, spread over associations, ranked and "
-        "diversified. `explain` adds each signal's contribution.",
+        "diversified. `explain` adds each signal's contribution and `via`, the link "
+        "spreading activation crossed to reach the result (null for a direct hit only).",
         tags=("recall",),
     ),
     RouteDoc(

@@ -121,6 +121,22 @@ class PatternLift(_Out):
     lift: float
 
 
+class ActivationStep(_Out):
+    """The link spreading activation crossed to reach a result: the strongest arrival, as
+    recall took it. Follow ``from`` through the other results' ``via`` for the whole path;
+    a source that is not a result is named by its id and ``from_summary``."""
+
+    from_: str = Field(alias="from", description="The memory the activation came from.")
+    from_summary: str = Field(
+        description="Its summary's (or content's) first line, up to 120 characters."
+    )
+    relation: Relation
+    strength: float = Field(description="The link's strength when recall crossed it.")
+    hop: Annotated[int, Field(ge=1)] = Field(
+        description="1: the source is an entry point (a full-text or vector hit)."
+    )
+
+
 class Explain(_Out):
     """Why a result ranked where it did: additive contributions that sum to the score."""
 
@@ -145,6 +161,11 @@ class Explain(_Out):
         False,
         description="Archived, found because active and fading memories answered weakly"
         " (ranked below, `recall.archived_factor`).",
+    )
+    via: ActivationStep | None = Field(
+        None,
+        description="How spreading activation reached this memory (the link that brought it"
+        " the most); null when it did not (a full-text or vector hit only).",
     )
 
 

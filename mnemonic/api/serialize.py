@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnemonic.recall.ranking import Scored
+from mnemonic.recall.ranking import Reached, Scored
 from mnemonic.store.models import Memory, RawMemory
 
 
@@ -68,5 +68,28 @@ def result_json(scored: Scored, *, explain: bool) -> dict[str, Any]:
             "superseded_by": list(scored.superseded_by),
             "supersedes": list(scored.supersedes),
             "archived_fallback": scored.fallback,
+            "via": via_json(scored.via),
         }
     return out
+
+
+VIA_SUMMARY_CHARS = 120
+
+
+def via_json(via: Reached | None) -> dict[str, Any] | None:
+    """The edge spreading activation crossed to reach a result, as recall took it: the
+    page draws the path from this (following ``from`` through the other results) with no
+    request per result. The source's first line lets it name a memory outside the results."""
+    if via is None:
+        return None
+    source = via.source
+    line = (source.summary or source.content).strip().split("\n", 1)[0]
+    if len(line) > VIA_SUMMARY_CHARS:
+        line = line[: VIA_SUMMARY_CHARS - 1] + "\u2026"
+    return {
+        "from": source.id,
+        "from_summary": line,
+        "relation": via.relation,
+        "strength": round(via.strength, 4),
+        "hop": via.hop,
+    }

@@ -115,6 +115,13 @@ def recall_lines(result: dict[str, Any], *, explain: bool) -> list[str]:
             parts = (item.get("explain") or {}).get("contributions") or {}
             why = ", ".join(f"{k} {v:.3f}" for k, v in parts.items() if v)
             lines.append(" " * (len(lead) + 2) + f"why: {why or '-'}")
+            via = (item.get("explain") or {}).get("via")
+            if via:  # the link spreading activation crossed to reach it
+                lines.append(
+                    " " * (len(lead) + 2)
+                    + f"via: {via['relation']} {via['strength']:.2f} from {via['from']}"
+                    + f" ({_one_line(str(via.get('from_summary') or ''), 60)})"
+                )
     return lines
 
 

@@ -23,7 +23,7 @@ from mnemonic.index.columns import BoolArray, Traits
 from mnemonic.index.patterns import PatternMatch
 from mnemonic.index.recall_index import RecallIndex
 from mnemonic.llm.embedding import EmbeddingProvider, Vectors
-from mnemonic.recall.activation import Spread, SpreadSettings, spread, spread_arrays
+from mnemonic.recall.activation import Arrival, Spread, SpreadSettings, spread, spread_arrays
 from mnemonic.recall.evidence import Calibration, query_evidence
 from mnemonic.recall.fts_query import query_terms
 from mnemonic.recall.fusion import linear, rrf
@@ -31,6 +31,7 @@ from mnemonic.recall.mmr import Duplicates, mmr_order
 from mnemonic.recall.query_cache import QueryVectors
 from mnemonic.recall.ranking import (
     Ranked,
+    Reached,
     Scored,
     Signals,
     calibrate,
@@ -62,7 +63,7 @@ class _Candidates:
     ranked: list[Ranked]  # strongest first
     fts_ranked: list[int]
     cosine: dict[int, float]
-    via: dict[int, tuple[int, int]]
+    arrivals: dict[int, Arrival]  # how spreading reached each node (explain, feedback)
     count: int
     known: dict[int, Memory] = field(default_factory=dict)  # memories already read (SQL path)
 
@@ -158,6 +159,12 @@ class Recaller:
         wanted += [
             seq for r in found.ranked[:pool_size] for seq in (*r.superseded_by, *r.supersedes)
         ]
+        # where spreading came from, for explain: mostly seeds, so already wanted
+        wanted += [
+            found.arrivals[r.seq].source
+            for r in found.ranked[:pool_size]
+            if r.seq in found.arrivals
+        ]
         missing = [seq for seq in dict.fromkeys(wanted) if seq not in found.known]
         memories = dict(found.known)
         if missing:
@@ -178,7 +185,11 @@ class Recaller:
         passing = [r for r in calibrate(found.ranked, evidence, pool_size) if r.score >= floor]
         # a memory purged since the index saw it is not in ``memories``: it cannot answer
         ids = {seq: m.id for seq, m in memories.items()}
-        pool = [Scored.of(r, memories[r.seq], ids) for r in passing if r.seq in memories]
+        pool = [
+            Scored.of(r, memories[r.seq], ids, via=_reached(found.arrivals.get(r.seq), memories))
+            for r in passing
+            if r.seq in memories
+        ]
         order = mmr_order(
             [(s.memory.seq, s.strength) for s in pool],
             self._index.vectors_for([s.memory.seq for s in pool]),
@@ -189,7 +200,12 @@ class Recaller:
         )
         by_seq = {s.memory.seq: s for s in pool}
         results = [by_seq[seq] for seq in order]
-        edges = [found.via[s.memory.seq] for s in results if s.memory.seq in found.via]
+        arrivals = found.arrivals
+        edges = [
+            (arrivals[s.memory.seq].source, s.memory.seq)
+            for s in results
+            if s.memory.seq in arrivals
+        ]
         stages.lap("finish")
         return RecallOutcome(
             results=results,
@@ -386,10 +402,18 @@ class Recaller:
             ranked=ranked,
             fts_ranked=fts_ranked,
             cosine=cosine,
-            via=flow.via,
+            arrivals=flow.arrivals,
             count=len(relevance),
             known=known,
         )
+
+
+def _reached(arrival: Arrival | None, memories: Mapping[int, Memory]) -> Reached | None:
+    """The arrival edge with its source memory read (None: not reached by spreading, or
+    its source purged since the index saw it)."""
+    if arrival is None or arrival.source not in memories:
+        return None
+    return Reached(memories[arrival.source], arrival.relation, arrival.strength, arrival.hop)
 
 
 def _shortlist(relevance: Mapping[int, float], keep: int) -> list[int]:

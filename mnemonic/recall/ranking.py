@@ -49,6 +49,17 @@ class Ranked:
 
 
 @dataclass(frozen=True, slots=True)
+class Reached:
+    """How spreading activation reached a result (``explain``): the memory it came from
+    and the edge it crossed (``activation.Arrival`` with its source read)."""
+
+    source: Memory
+    relation: str
+    strength: float  # the edge's strength when it was crossed
+    hop: int  # 1 = the source is an entry point (a seed)
+
+
+@dataclass(frozen=True, slots=True)
 class Scored:
     memory: Memory
     score: float
@@ -59,9 +70,17 @@ class Scored:
     superseded_by: tuple[str, ...] = ()  # ids
     supersedes: tuple[str, ...] = ()  # ids
     fallback: bool = False  # found by the archived fallback (``app/service.py``)
+    via: Reached | None = None  # None: not reached by spreading (an entry point only)
 
     @classmethod
-    def of(cls, ranked: Ranked, memory: Memory, ids: dict[int, str] | None = None) -> Scored:
+    def of(
+        cls,
+        ranked: Ranked,
+        memory: Memory,
+        ids: dict[int, str] | None = None,
+        *,
+        via: Reached | None = None,
+    ) -> Scored:
         ids = ids or {}
         return cls(
             memory=memory,
@@ -72,6 +91,7 @@ class Scored:
             strength=ranked.strength,
             superseded_by=tuple(ids[s] for s in ranked.superseded_by if s in ids),
             supersedes=tuple(ids[s] for s in ranked.supersedes if s in ids),
+            via=via,
         )
 
 

@@ -65,14 +65,38 @@ def test_filters_narrow_the_results_and_live_in_the_url(
     assert "Nothing matched" in page.inner_text(f"{SEARCH} .results")
 
 
+def _drawn_path_names_its_source(page: Any, answer: dict[str, Any]) -> str:
+    """A result reached by spreading draws its path from ``explain.via``: the last hop
+    starts at the memory ``via`` names and links to it, titled by it. Returns that id."""
+    spread = [r for r in answer["results"] if r["explain"]["via"]]
+    assert spread, "no result was reached by spreading"
+    result = spread[0]
+    via = result["explain"]["via"]
+    card = page.locator(f"{SEARCH} li.result[data-memory-id='{result['memory']['id']}']")
+    card.locator("details.explain").evaluate("d => { d.open = true; }")
+    last = card.locator(".path ol.path-hops li.hop").last
+    assert last.get_attribute("data-from") == via["from"]
+    assert last.locator("a.memory-link").first.get_attribute("href") == (
+        f"#/memory?id={via['from']}"
+    )
+    assert via["from_summary"][:40] in last.inner_text()
+    assert f"—{via['relation']} {via['strength']:.2f}→" in last.inner_text()
+    assert last.inner_text().endswith("this")
+    from_id: str = via["from"]
+    return from_id
+
+
 def test_search_explain_feedback_loop(
     page: Any, open_view: Callable[..., Any], web_daemon: Any
 ) -> None:
     target = web_daemon.ids["rollback"]
     before = web_daemon.http.get(f"/api/v1/memories/{target}").json()["utility"]
-    open_view("search", "q=rolling+back+an+atlas+deploy+load+balancer")
+    with page.expect_response("**/api/v1/query") as response:
+        open_view("search", "q=rolling+back+an+atlas+deploy+load+balancer")
     rows = _results(page)
     assert rows[0]["id"] == target
+    # explain: the seeds were written together (linked in time), so activation spreads
+    assert _drawn_path_names_its_source(page, response.value.json()) in web_daemon.ids.values()
     card = page.locator(f"{SEARCH} li.result[data-memory-id='{target}']")
     card.locator("button.fb-helpful").click()
     page.wait_for_selector(
@@ -86,7 +110,10 @@ def test_search_explain_feedback_loop(
 def test_spread_results_show_the_activation_path(
     page: Any, open_view: Callable[..., Any], web_daemon: Any
 ) -> None:
-    open_view("search", "q=blue-green+releases+Friday+smoke+tests")
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url))
+    with page.expect_response("**/api/v1/query") as response:
+        open_view("search", "q=blue-green+releases+Friday+smoke+tests")
     _results(page)
     # the seeds are linked in time (written together), so activation spreads along them
     path = page.wait_for_selector(f"{SEARCH} li.result[data-spread='true'] .path ol.path-hops")
@@ -96,6 +123,9 @@ def test_spread_results_show_the_activation_path(
     assert origin in web_daemon.ids.values()
     assert "—" in hops[0].inner_text() and "→" in hops[0].inner_text()
     assert hops[0].query_selector("a.memory-link").get_attribute("href") == f"#/memory?id={origin}"
+    _drawn_path_names_its_source(page, response.value.json())
+    # drawn from the answer itself: no request per result
+    assert not [url for url in asked if "/api/v1/associations" in url], asked
 
 
 def test_hostile_memory_text_renders_as_text(

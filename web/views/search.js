@@ -29,7 +29,7 @@ export function queryBody(params) {
 }
 
 export function mount(root, params, ctx) {
-  const controller = { aborted: false, inflight: null, paths: null };
+  const controller = { aborted: false, inflight: null };
   const status = h("p", { class: "search-status muted", role: "status", "aria-live": "polite" });
   const list = h("ol", { class: "results", "aria-label": "Results" });
   const fields = [
@@ -43,12 +43,13 @@ export function mount(root, params, ctx) {
     { name: "as_of", label: "As of", type: "datetime" },
   ];
   const form = filtersForm(fields, params, (values) => {
+    run(new URLSearchParams(values)); // first: the request leaves before the history entry
     ctx.setParams(values, { push: true });
-    run(new URLSearchParams(values));
   }, { submitLabel: "Search" });
   root.append(h("h1", { class: "visually-hidden" }, "Search"), form, status, list);
-  // /projects counts every memory (close to a second at 100k) and shares the database with
-  // recall: the list loads when the select is first used, or a moment after the results
+  // /projects counts every memory (close to a second at 100k) and shares the database and
+  // the cores with recall: the list loads when the select is first used, or once searching
+  // pauses (a moment after the latest results), never under a search
   const projectSelect = form.querySelector("select[name=project]");
   const current = params.get("project");
   if (current) {
@@ -63,30 +64,40 @@ export function mount(root, params, ctx) {
   };
   projectSelect.addEventListener("focus", loadProjects);
   projectSelect.addEventListener("pointerdown", loadProjects);
-  const projectTimer = setTimeout(loadProjects, 1500);
+  let projectTimer = 0;
+  const loadProjectsLater = () => {
+    clearTimeout(projectTimer);
+    if (!projectsLoaded) projectTimer = setTimeout(loadProjects, 1500);
+  };
 
   async function run(current) {
-    clear(list);
     const body = queryBody(current);
+    if (controller.inflight) controller.inflight.abort();
+    controller.inflight = null;
     if (!body.query.trim()) {
+      clear(list);
       status.textContent = "Type a query and press Enter.";
+      loadProjectsLater();
       return;
     }
-    if (controller.inflight) controller.inflight.abort();
-    if (controller.paths) controller.paths.abort();
     const abort = new AbortController();
     controller.inflight = abort;
+    clearTimeout(projectTimer);
+    const started = performance.now();
+    // the request goes out first; the old results are cleared while it is answered
+    const request = ctx.api.post("/api/v1/query", body, { signal: abort.signal });
+    clear(list);
     status.textContent = "Searching…";
     root.dataset.state = "searching";
-    const started = performance.now();
     let answer;
     try {
-      answer = await ctx.api.post("/api/v1/query", body, { signal: abort.signal });
+      answer = await request;
     } catch (err) {
       if (abort.signal.aborted || controller.aborted) return;
       status.textContent = "";
       list.append(h("li", {}, errorBox(err, { title: "Search failed" })));
       root.dataset.state = "error";
+      loadProjectsLater();
       return;
     }
     if (controller.aborted || controller.inflight !== abort) return;
@@ -101,20 +112,13 @@ export function mount(root, params, ctx) {
     root.dataset.queryId = answer.query_id;
     if (!results.length) list.append(h("li", { class: "muted" }, "Nothing matched."));
     const byId = new Map(results.map((r) => [r.memory.id, r]));
+    const cards = document.createDocumentFragment();
     for (const [index, result] of results.entries()) {
-      list.append(resultCard(result, index, answer.query_id, byId, ctx, body.query));
+      cards.append(resultCard(result, index, answer.query_id, byId, ctx, body.query));
     }
+    list.append(cards);
     root.dataset.state = "done";
-    // a path costs one request: traced after the results are shown, for the open
-    // explanations (the first three) and for the others when they are opened
-    const paths = new AbortController();
-    controller.paths = paths;
-    for (const li of list.querySelectorAll("li[data-spread='true']")) {
-      const details = li.querySelector("details.explain");
-      const trace = () => loadPath(li, byId, ctx, paths.signal);
-      if (details.open) trace();
-      else details.addEventListener("toggle", trace, { once: true });
-    }
+    loadProjectsLater();
   }
 
   run(params);
@@ -122,7 +126,6 @@ export function mount(root, params, ctx) {
     controller.aborted = true;
     clearTimeout(projectTimer);
     if (controller.inflight) controller.inflight.abort();
-    if (controller.paths) controller.paths.abort();
   };
 }
 
@@ -146,25 +149,13 @@ async function fillProjects(select, ctx) {
 function resultCard(result, index, queryId, byId, ctx, query) {
   const memory = result.memory;
   const explain = result.explain || {};
-  const contributions = { ...(explain.contributions || {}) };
-  const spread = contributions.spread || 0;
+  const spread = (explain.contributions || {}).spread || 0;
   const feedback = feedbackButtons(queryId, memory.id, ctx);
-  const pattern = explain.pattern
-    ? h(
-        "p",
-        { class: "pattern-lift" },
-        "Lifted by pattern ",
-        h("a", { href: href("patterns", { id: explain.pattern.id }) }, explain.pattern.title || explain.pattern.id),
-        ` (+${Number(explain.pattern.lift || 0).toFixed(3)})`,
-      )
-    : null;
-  const supersession = [];
-  if ((explain.superseded_by || []).length) {
-    supersession.push(h("p", { class: "supersession" }, "Superseded by ", explain.superseded_by.map((id) => memoryLink(byId.get(id) ? byId.get(id).memory : id))));
-  }
-  if ((explain.supersedes || []).length) {
-    supersession.push(h("p", { class: "supersession" }, "Supersedes ", explain.supersedes.map((id) => memoryLink(byId.get(id) ? byId.get(id).memory : id))));
-  }
+  // the first three explanations are open; the others are built when first opened (they
+  // are most of a card's nodes, and the round trip to drawn results is measured)
+  const details = h("details", { class: "explain", open: index < 3 ? true : undefined }, h("summary", {}, "Why this result"));
+  if (index < 3) details.append(...explainBody(result, byId));
+  else details.addEventListener("toggle", () => details.append(...explainBody(result, byId)), { once: true });
   return h(
     "li",
     { class: "result card", dataset: { memoryId: memory.id, spread: String(spread > 0) } },
@@ -193,68 +184,93 @@ function resultCard(result, index, queryId, byId, ctx, query) {
     memory.concepts && memory.concepts.length
       ? h("ul", { class: "concepts", "aria-label": "Concepts" }, memory.concepts.map((c) => h("li", {}, c)))
       : null,
-    h(
-      "details",
-      { class: "explain", open: index < 3 ? true : undefined },
-      h("summary", {}, "Why this result"),
-      bars(contributions),
-      h(
-        "p",
-        { class: "explain-signals muted" },
-        `direct ${fmt(explain.direct)} · spread ${fmt(explain.spread)} · full-text rank ${explain.fts_rank ?? "–"} · vector rank ${explain.vector_rank ?? "–"} · cosine ${fmt(explain.cosine)} · × ${fmt(explain.multiplier)}`,
-      ),
-      pattern,
-      supersession,
-      spread > 0 ? h("div", { class: "path", "aria-live": "polite" }, h("span", { class: "muted" }, "Tracing the activation path…")) : null,
-    ),
+    details,
     feedback,
   );
+}
+
+/** What "Why this result" holds: the contribution bars, the raw signals, a pattern's lift,
+ * supersession and the activation path. */
+function explainBody(result, byId) {
+  const explain = result.explain || {};
+  const pattern = explain.pattern
+    ? h(
+        "p",
+        { class: "pattern-lift" },
+        "Lifted by pattern ",
+        h("a", { href: href("patterns", { id: explain.pattern.id }) }, explain.pattern.title || explain.pattern.id),
+        ` (+${Number(explain.pattern.lift || 0).toFixed(3)})`,
+      )
+    : null;
+  const supersession = [];
+  if ((explain.superseded_by || []).length) {
+    supersession.push(h("p", { class: "supersession" }, "Superseded by ", explain.superseded_by.map((id) => memoryLink(byId.get(id) ? byId.get(id).memory : id))));
+  }
+  if ((explain.supersedes || []).length) {
+    supersession.push(h("p", { class: "supersession" }, "Supersedes ", explain.supersedes.map((id) => memoryLink(byId.get(id) ? byId.get(id).memory : id))));
+  }
+  return [
+    bars({ ...(explain.contributions || {}) }),
+    h(
+      "p",
+      { class: "explain-signals muted" },
+      `direct ${fmt(explain.direct)} · spread ${fmt(explain.spread)} · full-text rank ${explain.fts_rank ?? "–"} · vector rank ${explain.vector_rank ?? "–"} · cosine ${fmt(explain.cosine)} · × ${fmt(explain.multiplier)}`,
+    ),
+    pattern,
+    ...supersession,
+    explain.via ? activationPath(result, byId) : null,
+  ].filter(Boolean);
 }
 
 function fmt(value) {
   return typeof value === "number" ? value.toFixed(3) : "–";
 }
 
-/** Which links brought activation here: edges to results found directly (the seeds). */
-async function loadPath(li, byId, ctx, signal) {
-  const id = li.dataset.memoryId;
-  const box = li.querySelector(".path");
-  if (!box || signal.aborted) return;
-  let answer;
-  try {
-    answer = await ctx.api.get("/api/v1/associations", { memory_id: id, limit: 100 }, { signal });
-  } catch (err) {
-    if (!signal.aborted) box.replaceChildren(errorBox(err, { title: "Path unavailable" }));
-    return;
+/**
+ * The path spreading activation took to this result, from `explain.via` (the link recall
+ * crossed, with no request): followed back through the other results while each step is an
+ * earlier hop, to an entry point (hop 1: a full-text or vector hit) or to a source that is
+ * not a result (named by its id and first line). Each hop is drawn "source —relation→ next".
+ */
+export function activationPath(result, byId) {
+  const steps = [];
+  let here = result;
+  let via = result.explain.via;
+  while (via) {
+    const from = byId.get(via.from);
+    steps.unshift({ via, from, to: here });
+    const next = from && from.explain ? from.explain.via : null;
+    // a strictly earlier hop only: seeds also reach each other, and that loops
+    if (via.hop <= 1 || !next || next.hop >= via.hop) break;
+    here = from;
+    via = next;
   }
-  if (signal.aborted) return;
-  const hops = [];
-  for (const edge of answer.items || []) {
-    const other = edge.source === id ? edge.target : edge.source;
-    const seed = byId.get(other);
-    const direct = seed && seed.explain ? seed.explain.direct || 0 : 0;
-    hops.push({ edge, other, seed, direct });
-  }
-  hops.sort((a, b) => b.direct * b.edge.strength - a.direct * a.edge.strength || b.edge.strength - a.edge.strength);
-  const shown = hops.filter((hop) => hop.direct > 0).slice(0, 3);
-  if (!shown.length) shown.push(...hops.slice(0, 3));
-  if (!shown.length) {
-    box.replaceChildren(h("p", { class: "muted" }, "Reached by spreading activation (no stored link left to show)."));
-    return;
-  }
-  box.replaceChildren(
+  const name = (step) => {
+    if (step.from) return memoryLink(step.from.memory, memoryTitle(step.from.memory, 60));
+    return memoryLink({ id: step.via.from, summary: step.via.from_summary }, memoryTitle({ summary: step.via.from_summary }, 60));
+  };
+  const first = steps[0];
+  const origin = first.from;
+  const entry = first.via.hop <= 1
+    ? origin && origin.explain && origin.explain.direct > 0
+      ? ` (direct ${origin.explain.direct.toFixed(2)})`
+      : " (entry point)"
+    : origin ? "" : " (not among the results)";
+  return h(
+    "div",
+    { class: "path" },
     h("p", { class: "path-title" }, "Spreading activation reached it through:"),
     h(
       "ol",
       { class: "path-hops" },
-      shown.map(({ edge, other, seed, direct }) =>
+      steps.map((step, i) =>
         h(
           "li",
-          { class: "hop", dataset: { from: other } },
-          seed ? memoryLink(seed.memory, memoryTitle(seed.memory, 60)) : memoryLink(other),
-          direct > 0 ? h("span", { class: "muted" }, ` (direct ${direct.toFixed(2)})`) : null,
-          h("span", { class: "hop-edge" }, ` —${edge.relation} ${edge.strength.toFixed(2)}→ `),
-          h("span", { class: "muted" }, "this"),
+          { class: "hop", dataset: { from: step.via.from, hop: String(step.via.hop) } },
+          name(step),
+          i === 0 ? h("span", { class: "muted" }, entry) : null,
+          h("span", { class: "hop-edge" }, ` —${step.via.relation} ${Number(step.via.strength).toFixed(2)}→ `),
+          step.to === result ? h("span", { class: "muted" }, "this") : memoryLink(step.to.memory, memoryTitle(step.to.memory, 60)),
         ),
       ),
     ),
