@@ -2,7 +2,7 @@
 // tables, key/value lists, meters, chips and number formats. Everything goes through
 // `h` (text nodes only); nothing here reads or writes HTML strings.
 import { h } from "./dom.js";
-import { badge, memoryLink, timeAgo } from "./widgets.js";
+import { badge, errorMessage, memoryLink, timeAgo } from "./widgets.js";
 
 /** 1234567 -> "1.2 MB" (binary units, one decimal). */
 export function fmtBytes(n) {
@@ -133,13 +133,7 @@ export function panel(title, { id, actions } = {}, ...children) {
 
 /** An error as text (never as markup): the server's message, or the exception's. */
 export function errorText(err) {
-  if (!err) return "";
-  const body = err.body;
-  if (body && Array.isArray(body.details) && body.details.length) {
-    return body.details.map((d) => `${d.field}: ${d.message}`).join("; ");
-  }
-  if (body && typeof body.error === "string") return body.error;
-  return err.message || String(err);
+  return err ? errorMessage(err) : "";
 }
 
 /** A polite live region for "saved", "dismissed", errors. */
