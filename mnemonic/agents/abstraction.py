@@ -19,7 +19,9 @@ A cycle:
 
 Measured (2 cores, synthetic store, ``bench`` numbers in the report to the lead): the cost
 is the snapshot read and the graph; Louvain on 5,000 memories takes a fraction of what
-greedy modularity takes, hence the default.
+greedy modularity takes, hence the default. At 100k memories a cycle takes ~2-3 s, most of
+it Louvain; the snapshot's link query had taken 6.5-7 s more (it probed every pair of
+nodes). The summary's ``phases_ms`` says where a cycle's time went.
 """
 
 from __future__ import annotations
@@ -138,16 +140,21 @@ class AbstractionAgent:
         now = self._clock()
         counts: Counter[str] = Counter()
         self._llm_left = self._cfg.llm_max_per_cycle if self._cfg.llm_describe else 0
-        patterns = await self._patterns_step(now, counts)
+        phases: dict[str, float] = {}
+        patterns = await self._patterns_step(now, counts, phases)
+        tick = time.monotonic()
         counts.update(
             await self._store.maintain_patterns(
                 self._match, self._life, self._cfg.max_patterns, now
             )
         )
+        phases["lifecycle"] = time.monotonic() - tick
+        tick = time.monotonic()
         principles = await self._parents_step(
             "principle", "pattern", self._cfg.max_principles, now, counts
         )
         axioms = await self._parents_step("axiom", "principle", self._cfg.max_axioms, now, counts)
+        phases["parents"] = time.monotonic() - tick
         for p in patterns:
             self._publish(
                 PatternDiscovered(
@@ -173,6 +180,8 @@ class AbstractionAgent:
             **{k: int(counts.get(k, 0)) for k in _COUNT_KEYS},
             "took_ms": round((time.monotonic() - t0) * 1000, 1),
             "cluster_ms": round(counts.get("cluster_us", 0) / 1000, 1),
+            # where a cycle's time goes (a slow cycle at scale is found from the summary)
+            "phases_ms": {k: round(v * 1000, 1) for k, v in phases.items()},
         }
         self.cycles += 1
         self.totals.update({k: summary[k] for k in _COUNT_KEYS})
@@ -180,10 +189,14 @@ class AbstractionAgent:
         return summary
 
     # ---- patterns -------------------------------------------------------------------------
-    async def _patterns_step(self, now: datetime, counts: Counter[str]) -> list[Created]:
+    async def _patterns_step(
+        self, now: datetime, counts: Counter[str], phases: dict[str, float]
+    ) -> list[Created]:
         cfg = self._cfg
+        tick = time.monotonic()
         nodes, links = await self._store.snapshot(cfg.max_nodes, cfg.salient_share)
         counts["nodes"], counts["links"] = len(nodes), len(links)
+        phases["snapshot"] = time.monotonic() - tick
         tick = time.monotonic()
         clusters = await asyncio.to_thread(
             find_clusters,
@@ -194,6 +207,8 @@ class AbstractionAgent:
             max_concepts=cfg.max_concepts,
         )
         counts["cluster_us"] = int((time.monotonic() - tick) * 1e6)
+        phases["cluster"] = time.monotonic() - tick
+        tick = time.monotonic()
         counts["clusters"] = len(clusters)
         known = await self._store.known("pattern", cfg.archived_matched)
         terms_of = {n.seq: n.terms for n in nodes}
@@ -207,6 +222,7 @@ class AbstractionAgent:
         ]
         made = await self._store.write_patterns(plan, described, now, new_id)
         counts["patterns_created"] += len(made)
+        phases["patterns"] = time.monotonic() - tick
         return made
 
     async def _describe_pattern(

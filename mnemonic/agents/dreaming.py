@@ -38,9 +38,9 @@ from mnemonic.cognition.dreaming import (
     EpisodeNote,
     LinkParams,
     Recurrence,
+    TermCache,
     TermIndex,
     accept_insight,
-    build_index,
     choose_links,
     coretrieved,
     cross_candidates,
@@ -86,6 +86,7 @@ COUNT_KEYS = (
     "llm_rejected",
     "queries_read",
     "memories_indexed",
+    "memories_parsed",
 )
 
 
@@ -119,6 +120,7 @@ class DreamingAgent:
             cfg.max_related_per_memory, cfg.max_links_per_cycle,
         )  # fmt: skip
         self._last_started: float | None = None
+        self._terms = TermCache(cfg.max_terms_per_memory)
         self.cycles = 0
         self.skipped = 0
         self.totals: Counter[str] = Counter()
@@ -134,17 +136,31 @@ class DreamingAgent:
         self._last_started = now.timestamp()
         counts: Counter[str] = Counter()
         meta: dict[str, str] = {STARTED_META: str(now.timestamp())}
+        phases: dict[str, float] = {}
+        tick = time.monotonic()
+
+        def lap(name: str) -> None:
+            nonlocal tick
+            phases[name] = round((time.monotonic() - tick) * 1000, 1)
+            tick = time.monotonic()
+
         seeds = await self._replay(meta, counts)
+        lap("replay")
         new_links = await self._coactivation(seeds, now, meta, counts)
         await self._store.set_meta(meta, now)
+        lap("coactivation")
         index = await self._index(counts)
         seed_rows = _rows_of(index, seeds)
+        lap("index")
         await self._cross_links(index, seed_rows, new_links, now, counts)
+        lap("links")
         await self._insights(index, seed_rows, now, counts)
+        lap("insights")
         summary: dict[str, Any] = {
             "trigger": trigger,
             **{k: int(counts.get(k, 0)) for k in COUNT_KEYS},
             "took_ms": round((time.monotonic() - t0) * 1000, 1),
+            "phases_ms": phases,  # where a cycle's time goes (found from the summary)
         }
         self._publish(
             DreamCompleted(
@@ -277,13 +293,18 @@ class DreamingAgent:
                 break
             after = page[-1].seq
         counts["memories_indexed"] = len(rows)
-        return await asyncio.to_thread(
-            build_index,
+        # the cache parses only memories new or changed since the last cycle, in a worker
+        # thread that yields the GIL every few thousand rows (the event loop keeps serving)
+        index = await asyncio.to_thread(
+            self._terms.index,
             [r.seq for r in rows],
-            [r.terms for r in rows],
+            [r.key for r in rows],
+            lambda i: rows[i].terms,
             [r.episode for r in rows],
-            max_terms=self._cfg.max_terms_per_memory,
+            pause=_yield_gil,
         )
+        counts["memories_parsed"] = self._terms.parsed
+        return index
 
     async def _cross_links(
         self,
@@ -443,6 +464,12 @@ class DreamingAgent:
             "totals": dict(self.totals),
             "last": self.last,
         }
+
+
+def _yield_gil() -> None:
+    """Let the event loop's thread take the GIL between slices of pure-Python work (with 2
+    cores a worker thread otherwise holds it in 5 ms turns against every request)."""
+    time.sleep(0)
 
 
 def _neighbours(seeds: list[int], strong: list[Link], keep: int) -> dict[int, list[int]]:

@@ -106,7 +106,10 @@ def build_graph(
             weights[key] += p.link_weight * max(0.0, min(1.0, link.strength))
     members: defaultdict[str, list[int]] = defaultdict(list)
     for node in sorted(nodes, key=lambda n: n.seq):
-        for term in node.terms:
+        # sorted: a frozenset's order follows the process's string hash seed, and the
+        # order edges are added in steers Louvain; sorted, a seed gives the same themes
+        # in every process (they differed between two runs over the same store)
+        for term in sorted(node.terms):
             members[term].append(node.seq)
     top = max(idf.values(), default=1.0) or 1.0
     for term, seqs in members.items():

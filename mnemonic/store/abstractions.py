@@ -181,13 +181,17 @@ class SQLiteAbstractions:
                 ).fetchall()
             nodes = [_node(r) for r in rows]
             seqs = json.dumps([n.seq for n in nodes])
+            # the unary + keeps target_seq out of the index lookup: with both ends as index
+            # keys SQLite probed every (source, target) pair of the lists, 25M lookups for
+            # 5,000 nodes (6.5-7 s of the cycle at 100k memories); now a range seek per
+            # source and a probe of the list per link found (~0.03 s)
             links = [
                 Link(int(a), int(b), float(s))
                 for a, b, s in conn.execute(
                     "SELECT source_seq, target_seq, max(strength) FROM associations"
                     " WHERE relation NOT IN ('contradicts', 'supersedes')"
                     " AND source_seq IN (SELECT value FROM json_each(?))"
-                    " AND target_seq IN (SELECT value FROM json_each(?))"
+                    " AND +target_seq IN (SELECT value FROM json_each(?))"
                     " GROUP BY source_seq, target_seq",
                     (seqs, seqs),
                 )

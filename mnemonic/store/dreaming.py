@@ -37,9 +37,21 @@ _IN_JSON = "(SELECT value FROM json_each(?))"
 
 @dataclass(frozen=True, slots=True)
 class TermRow:
+    """A live memory's terms as stored (JSON text, parsed only when asked: the dreamer's
+    term cache parses a memory again only when this text changed) and its episode."""
+
     seq: int
-    terms: tuple[str, ...]
+    concepts: str | None
+    entities: str | None
     episode: str | None
+
+    @property
+    def key(self) -> tuple[str | None, str | None]:
+        return self.concepts, self.entities
+
+    @property
+    def terms(self) -> tuple[str, ...]:
+        return _terms(self.concepts, self.entities)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +169,7 @@ class SQLiteDreaming:
 
     async def term_rows(self, after_seq: int, limit: int) -> list[TermRow]:
         """A page of live memories (not the dreamer's own) with their concepts and
-        entities and their episode, in seq order."""
+        entities (as stored) and their episode, in seq order."""
 
         def work(conn: sqlite3.Connection) -> list[TermRow]:
             rows = conn.execute(
@@ -168,8 +180,7 @@ class SQLiteDreaming:
                 " ORDER BY m.seq LIMIT ?",
                 (after_seq, SOURCE, limit),
             ).fetchall()
-            # parsed here, on the reader's thread, not on the event loop
-            return [TermRow(int(r[0]), _terms(r[1], r[2]), r[3]) for r in rows]
+            return [TermRow(int(r[0]), r[1], r[2], r[3]) for r in rows]
 
         return await self.db.run_read(work)
 
