@@ -15,7 +15,11 @@ project: ``project = source group mod 20``, so one project is about 5% of rows);
 filtered query allows its own project's rows only. Recall@10 is against exact float32
 search over the same vectors and filter.
 
-    python bench/vectors.py --sizes 100000 1000000 --quant i8 f16 f32
+    python bench/vectors.py --sizes 100000 1000000 --quant i8 f16 f32 [--expansion 256 512]
+        [--oversample 3 6]
+
+``--oversample``: values of ``hnsw._OVERSAMPLE`` (neighbours asked of the graph for a
+filtered query = k / share of rows allowed x this) tried on the same built index.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from latency import iter_corpus
 
+from mnemonic.index import hnsw as hnsw_module
 from mnemonic.index.hnsw import HnswVectors
 from mnemonic.index.vectors import ExactVectors, Hits, VectorSearch
 
@@ -174,7 +179,7 @@ def exact_phase(
 
 
 HEADER = (
-    "| quant | build s | B/vector (usearch) | ef_search | recall@10 | p50 / p95 ms "
+    "| quant | build s | B/vector (usearch) | ef_search | oversample | recall@10 | p50 / p95 ms "
     "| filtered recall@10 | filtered p50 / p95 ms | save s | open s (view / load) "
     "| RSS MB after open+200 q (view / load; bare python) |"
 )
@@ -188,6 +193,7 @@ def hnsw_phase(
     masks: list[Mask | None],
     truths: tuple[list[Hits], list[Hits]],
     expansions: list[int],
+    oversamples: list[float],
     tmp: Path,
     k: int,
 ) -> None:
@@ -206,21 +212,24 @@ def hnsw_phase(
     for ef in expansions:
         h.expansion_search = ef
         got, tq = timed_queries(h, queries, [None] * len(queries), k)
-        got_f, tq_f = timed_queries(h, queries, masks, k)
-        cells = [
-            quant,
-            f"{build:.0f}",
-            f"{h.nbytes / n:.0f}",
-            str(ef),
-            f"{recall(truths[0], got):.4f}",
-            f"{pct(tq, 50):.2f} / {pct(tq, 95):.2f}",
-            f"{recall(truths[1], got_f):.4f}",
-            f"{pct(tq_f, 50):.2f} / {pct(tq_f, 95):.2f}",
-            f"{save:.2f}",
-            f"{ov:.2f} / {ol:.2f}",
-            f"{rv:.0f} / {rl:.0f}; {bare:.0f}",
-        ]
-        print("| " + " | ".join(cells) + " |", flush=True)
+        for oversample in oversamples:
+            hnsw_module._OVERSAMPLE = oversample
+            got_f, tq_f = timed_queries(h, queries, masks, k)
+            cells = [
+                quant,
+                f"{build:.0f}",
+                f"{h.nbytes / n:.0f}",
+                str(ef),
+                f"{oversample:g}",
+                f"{recall(truths[0], got):.4f}",
+                f"{pct(tq, 50):.2f} / {pct(tq, 95):.2f}",
+                f"{recall(truths[1], got_f):.4f}",
+                f"{pct(tq_f, 50):.2f} / {pct(tq_f, 95):.2f}",
+                f"{save:.2f}",
+                f"{ov:.2f} / {ol:.2f}",
+                f"{rv:.0f} / {rl:.0f}; {bare:.0f}",
+            ]
+            print("| " + " | ".join(cells) + " |", flush=True)
 
 
 def run_size(
@@ -231,6 +240,7 @@ def run_size(
     qproj: npt.NDArray[np.int64],
     quants: list[str],
     expansions: list[int],
+    oversamples: list[float],
     k: int,
 ) -> None:
     vectors, origin = derive(base, n)
@@ -245,11 +255,11 @@ def run_size(
     print(f"\n### {n:,} vectors (filter keeps {share:.1%} of rows on average)\n", flush=True)
     truths = exact_phase(vectors, seqs, queries, masks, k)
     print(HEADER)
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="vecbench-"))
     np.save(tmp / "q.npy", queries)
     for quant in quants:
-        hnsw_phase(quant, vectors, seqs, queries, masks, truths, expansions, tmp, k)
+        hnsw_phase(quant, vectors, seqs, queries, masks, truths, expansions, oversamples, tmp, k)
     (tmp / "q.npy").unlink()
     tmp.rmdir()
 
@@ -261,6 +271,7 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--quant", nargs="+", default=["i8", "f16", "f32"])
     ap.add_argument("--expansion", type=int, nargs="+", default=[64, 128, 256])
+    ap.add_argument("--oversample", type=float, nargs="+", default=[hnsw_module._OVERSAMPLE])
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--lme", type=int, default=1500)
     ap.add_argument("--synthetic", type=int, default=2500)
@@ -285,6 +296,7 @@ def main() -> None:
             groups[held] % PROJECTS,
             args.quant,
             args.expansion,
+            args.oversample,
             10,
         )
 
