@@ -21,6 +21,18 @@ recall-scale-100000-*``), copied to a temp folder first: the cache is never writ
 ``--only search`` measures Search alone (its first paint and round trip), once the recall
 index is ready like every run (the page would otherwise time the SQL fallback).
 
+``--only graph`` measures the Graph view panning a neighbourhood at the route's 2,000-node
+cap (the largest project's, unless ``--graph-query`` names one): the page settles, then
+the mouse drags the stage in small steps for ``--pan-seconds``, ``--pans`` times. Counted
+in the page (installed with ``page.evaluate``, which goes through the DevTools protocol
+and so past the CSP that forbids inline script): requestAnimationFrame callbacks (the
+frames the page produced) and sigma's own time per render (its ``beforeRender`` /
+``afterRender`` events). Each Chromium flag set in ``--flag-sets`` gets its own browser;
+each is measured with the view's settings ("shipped") and with sigma drawing edges and
+labels while the camera moves ("draw-all", the view before issue 15's change).
+
+    .venv/bin/python bench/dashboard.py --only graph [--pans 3] [--flag-sets default swiftshader]
+
 ``--routes`` skips the browser: it times the aggregate routes the views start with
 (``/timeline``, ``/projects``, ``/stats``, the graphs) over HTTP against the same warm
 daemon, once the recall index is ready, and prints the median of ``--repeat`` requests.
@@ -31,6 +43,7 @@ daemon, once the recall index is ready, and prints the median of ``--repeat`` re
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import shutil
 import statistics
@@ -40,6 +53,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -207,6 +221,236 @@ def wait_index(http: Any, timeout: float = 600.0) -> float:
     raise SystemExit(f"recall index not ready in {timeout} s")
 
 
+FLAG_SETS: dict[str, list[str]] = {
+    "default": [],
+    "gpu-raster": ["--enable-gpu-rasterization", "--ignore-gpu-blocklist"],
+    "swiftshader": ["--use-angle=swiftshader", "--enable-unsafe-swiftshader"],
+    # WebGL still on SwiftShader, the page's layers composited by Skia on the CPU
+    "cpu-compositing": ["--disable-gpu-compositing"],
+}
+
+GRAPH_READY = "section.view-graph[data-nodes]"
+# the renderer settings "draw-all" puts back: sigma's defaults for drawing while moving
+DRAW_ALL = {"hideEdgesOnMove": False, "hideLabelsOnMove": False}
+GRAPH_PROBE = """
+([overrides, noHover]) => {
+  // a frame counter and sigma's render time, recorded only while window.__bench.on
+  const view = document.querySelector('.gr-stage').graphView;
+  const s = view.sigma;
+  for (const [k, v] of Object.entries(overrides)) s.setSetting(k, v);
+  // an experiment, not the view: hover picking reads a pixel back from the GPU on every
+  // mouse move (gl.readPixels, a synchronous round trip); this measures what that costs
+  if (noHover) s.getNodeAtPosition = () => null;
+  const b = (window.__bench = { on: false, frames: [], renders: [] });
+  const tick = (t) => { if (b.on) b.frames.push(t); requestAnimationFrame(tick); };
+  requestAnimationFrame(tick);
+  let t0 = 0;
+  s.on('beforeRender', () => { t0 = performance.now(); });
+  s.on('afterRender', () => { if (b.on) b.renders.push(performance.now() - t0); });
+  const gl = document.createElement('canvas').getContext('webgl');
+  const info = gl && gl.getExtension('WEBGL_debug_renderer_info');
+  const settings = {};
+  for (const k of ['hideEdgesOnMove', 'hideLabelsOnMove', 'renderEdgeLabels',
+                   'enableEdgeEvents', 'labelRenderedSizeThreshold']) settings[k] = s.getSetting(k);
+  const box = document.querySelector('.gr-stage').getBoundingClientRect();
+  return { settings, canvases: Object.keys(s.getCanvases()),
+           webgl: info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : String(gl),
+           dpr: window.devicePixelRatio,
+           box: [box.left, box.top, box.width, box.height] };
+}
+"""
+GRAPH_TAKE = """
+(on) => {
+  const b = window.__bench;
+  b.on = on;
+  if (on) { b.frames = []; b.renders = []; return null; }
+  return { frames: b.frames, renders: b.renders };
+}
+"""
+
+
+# a drag as a real mouse gives it: Chromium delivers at most one mousemove per frame, so
+# one synthetic move per animation frame, where the pointer is at that moment
+PAGE_DRAG = """
+async (seconds) => {
+  const el = document.querySelector('.gr-stage').graphView.sigma.getCanvases().mouse;
+  const box = el.getBoundingClientRect();
+  const cx = box.left + box.width / 2, cy = box.top + box.height / 2;
+  const fire = (type, x, y, buttons) => el.dispatchEvent(new MouseEvent(type,
+    { clientX: x, clientY: y, bubbles: true, cancelable: true, button: 0, buttons }));
+  fire('mousemove', cx, cy, 0);
+  fire('mousedown', cx, cy, 1);
+  const t0 = performance.now();
+  let moves = 0, x = cx, y = cy;
+  await new Promise((done) => {
+    const step = (t) => {
+      const e = (t - t0) / 1000;
+      if (e >= seconds) return done();
+      const phase = 2 * Math.PI * e;
+      x = cx + 150 * Math.sin(phase);
+      y = cy + 60 * Math.sin(2 * phase);
+      fire('mousemove', x, y, 1);
+      moves++;
+      requestAnimationFrame(step);
+    };
+    requestAnimationFrame(step);
+  });
+  fire('mouseup', x, y, 0);
+  return { wall: (performance.now() - t0) / 1000, moves };
+}
+"""
+
+
+def pick_graph_query(http: Any) -> dict[str, Any]:
+    """The largest project's neighbourhood at the 2,000-node cap: enough memories that
+    the cap is reached whatever the links."""
+    items = http.get("/api/v1/projects").json()["items"]
+    named = [p for p in items if p.get("name")]
+    best = max(named, key=lambda p: p["active"]) if named else None
+    query: dict[str, Any] = {"depth": 2, "limit": 2000}
+    if best is not None:
+        query["project"] = best["name"]
+    return query
+
+
+def frame_stats(frames: list[float], renders: list[float], seconds: float) -> dict[str, Any]:
+    gaps = [b - a for a, b in itertools.pairwise(frames)]
+    return {
+        "fps": round((len(frames) - 1) / ((frames[-1] - frames[0]) / 1000), 1)
+        if len(frames) > 1
+        else 0.0,
+        "frames": len(frames),
+        "frame_ms_median": med(gaps) if gaps else None,
+        "frame_ms_p95": p95(gaps) if gaps else None,
+        "frame_ms_max": round(max(gaps), 1) if gaps else None,
+        "sigma_renders": len(renders),
+        "sigma_renders_per_s": round(len(renders) / seconds, 1),
+        "sigma_ms_median": med(renders) if renders else None,
+        "sigma_ms_p95": p95(renders) if renders else None,
+    }
+
+
+def pan(page: Any, box: list[float], seconds: float) -> tuple[float, int]:
+    """Drag the stage back and forth for ``seconds`` in small steps (each step is one
+    input event Chromium acknowledges before the next is sent); the wall time and the
+    number of moves."""
+    import math
+
+    left, top, width, height = box
+    cx, cy = left + width / 2, top + height / 2
+    page.mouse.move(cx, cy)
+    page.mouse.down()
+    moves = 0
+    started = time.monotonic()
+    while (elapsed := time.monotonic() - started) < seconds:
+        phase = 2 * math.pi * elapsed / 1.0  # one loop a second, 150 px across
+        page.mouse.move(cx + 150 * math.sin(phase), cy + 60 * math.sin(2 * phase))
+        moves += 1
+    page.mouse.up()
+    return time.monotonic() - started, moves
+
+
+def measure_graph(
+    context: Any, url: str, mode: str, drives: list[str], pans: int, seconds: float
+) -> dict[str, Any]:
+    """One fresh page of the Graph view, settings per ``mode``, dragged ``pans`` times by
+    each of ``drives``: "mouse" (Playwright's mouse, each step acknowledged by Chromium
+    before the next is sent, so the step rate follows the frame rate) and "page" (one
+    synthetic move per animation frame, as a continuously moving real mouse gives)."""
+    page = context.new_page()
+    started = time.monotonic()
+    page.goto(url)
+    page.wait_for_selector(GRAPH_READY, timeout=60_000)
+    ready_s = time.monotonic() - started
+    data = page.evaluate(f"() => document.querySelector('{GRAPH_READY}').dataset")
+    page.wait_for_timeout(1000)  # let the first frame and any resize settle
+    overrides = DRAW_ALL if mode == "draw-all" else {}
+    probe = page.evaluate(GRAPH_PROBE, [overrides, mode == "no-hover"])
+    page.wait_for_timeout(300)
+    # the page at rest, nothing moving: what the frame loop alone costs here
+    page.evaluate(GRAPH_TAKE, True)
+    page.wait_for_timeout(1000)
+    idle = page.evaluate(GRAPH_TAKE, False)
+    out: dict[str, Any] = {
+        "nodes": int(data["nodes"]),
+        "edges": int(data["edges"]),
+        "layout_ms": int(data["layoutMs"]),
+        "ready_s": round(ready_s, 2),
+        "settings": probe["settings"],
+        "canvases": len(probe["canvases"]),
+        "webgl": probe["webgl"],
+        "idle_fps": frame_stats(idle["frames"], idle["renders"], 1.0)["fps"],
+    }
+    for drive in drives:
+        runs = []
+        for _ in range(pans):
+            page.evaluate(GRAPH_TAKE, True)
+            if drive == "mouse":
+                wall, moves = pan(page, probe["box"], seconds)
+            else:
+                done = page.evaluate(PAGE_DRAG, seconds)
+                wall, moves = done["wall"], done["moves"]
+            got = page.evaluate(GRAPH_TAKE, False)
+            runs.append({**frame_stats(got["frames"], got["renders"], wall), "moves": moves})
+            page.wait_for_timeout(500)  # inertia ends, the full frame is drawn again
+        out[drive] = {
+            # frames in which sigma drew the moved camera: what the eye sees
+            "drawn_fps": med([r["sigma_renders_per_s"] for r in runs]),
+            "raf_fps": med([r["fps"] for r in runs]),
+            "frame_ms_p95": med([r["frame_ms_p95"] or 0 for r in runs]),
+            "sigma_ms_median": med([r["sigma_ms_median"] or 0 for r in runs]),
+            "pans": runs,
+        }
+    page.close()
+    return out
+
+
+def graph_main(args: argparse.Namespace) -> int:
+    from playwright.sync_api import sync_playwright
+
+    source = find_home()
+    progress(f"copying {source} ...")
+    home = copy_home(source)
+    report: dict[str, Any] = {"home": str(source.parent.name)}
+    daemon = DaemonProc(home)
+    try:
+        report["daemon_ready_s"] = round(daemon.wait_ready(timeout=600), 1)
+        with daemon.client(timeout=120) as http:
+            report["index_wait_s"] = round(wait_index(http), 1)
+            query = json.loads(args.graph_query) if args.graph_query else pick_graph_query(http)
+            answer = http.get("/api/v1/graph/neighbourhood", params=query).json()
+        report["graph_query"] = query
+        report["graph_served"] = {"nodes": len(answer["nodes"]), "edges": len(answer["edges"])}
+        progress(f"graph {query}: {report['graph_served']}")
+        url = f"{daemon.base_url}/#/graph?{urlencode(query)}"
+        with sync_playwright() as pw:
+            for name in args.flag_sets:
+                browser = pw.chromium.launch(
+                    executable_path=CHROMIUM, headless=True, args=FLAG_SETS[name]
+                )
+                context = browser.new_context(viewport=VIEWPORT)
+                login(context, daemon)
+                # warm-up: module cache, shaders
+                measure_graph(context, url, "shipped", ["page"], 1, 0.5)
+                for mode in args.graph_modes:
+                    result = measure_graph(
+                        context, url, mode, args.drives, args.pans, args.pan_seconds
+                    )
+                    report[f"{name}/{mode}"] = result
+                    brief = {
+                        k: {x: y for x, y in v.items() if x != "pans"} if k in args.drives else v
+                        for k, v in result.items()
+                        if k not in ("settings", "webgl")
+                    }
+                    progress(f"{name}/{mode}: {brief}")
+                browser.close()
+    finally:
+        daemon.close()
+        shutil.rmtree(home.parent, ignore_errors=True)
+    show(report, args.json)
+    return 0
+
+
 def time_routes(daemon: DaemonProc, repeat: int) -> dict[str, Any]:
     """Median, min and max wall time of each of :data:`ROUTES` over ``repeat`` requests
     (after one warm-up request each), from a client on the same machine."""
@@ -243,14 +487,32 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--only",
-        choices=["search", "timeline"],
-        help="search: its first paint and round trip only; timeline: its first paint only",
+        choices=["search", "timeline", "graph"],
+        help="search: its first paint and round trip only; timeline: its first paint only; "
+        "graph: the Graph view's frames while panning 2,000 nodes",
+    )
+    parser.add_argument("--pans", type=int, default=3, help="drags per measure (graph)")
+    parser.add_argument("--pan-seconds", type=float, default=2.0, help="one drag (graph)")
+    parser.add_argument("--flag-sets", nargs="+", choices=list(FLAG_SETS), default=list(FLAG_SETS))
+    parser.add_argument(
+        "--graph-modes",
+        nargs="+",
+        choices=["shipped", "draw-all", "no-hover"],
+        default=["shipped", "draw-all"],
+        help="draw-all: edges and labels drawn while moving; no-hover: shipped without "
+        "hover picking (an experiment)",
+    )
+    parser.add_argument("--drives", nargs="+", choices=["mouse", "page"], default=["mouse", "page"])
+    parser.add_argument(
+        "--graph-query", help='JSON query of the neighbourhood, e.g. {"project": "x"}'
     )
     parser.add_argument("--routes", action="store_true", help="time the API routes only")
     parser.add_argument("--repeat", type=int, default=15, help="requests per route (--routes)")
     args = parser.parse_args()
     if args.routes:
         return routes_main(args)
+    if args.only == "graph":
+        return graph_main(args)
     if args.only == "search":
         args.hours = []  # the live page is still opened, but fed nothing
     from playwright.sync_api import sync_playwright

@@ -9,6 +9,17 @@ import { layout } from "../lib/graph-layout.js";
 import { MEMORY_TYPES, RELATIONS, badge, errorBox, isAbort, memoryLink, replace, statusLine } from "../lib/memory-kit.js";
 
 export const title = "Graph";
+/** Above this many nodes, edges and labels are hidden while the camera moves. */
+export const BIG_GRAPH = 500;
+
+/** A big graph drops its edges and labels while the camera moves (a drag, a wheel zoom, an
+ * animation) and sigma draws them again when it stops: panning then redraws only the nodes,
+ * about twice the frames a second of drawing everything on software WebGL
+ * (bench/dashboard.py --only graph measures it). */
+export function movingSettings(order) {
+  const big = order > BIG_GRAPH;
+  return { hideEdgesOnMove: big, hideLabelsOnMove: big };
+}
 
 export const TYPE_COLORS = {
   decision: "#3b82f6",
@@ -135,6 +146,7 @@ export function mount(root, params, ctx) {
       labelRenderedSizeThreshold: graph.order <= 150 ? 0 : 9, // labels for small graphs
       defaultEdgeColor: "#999999",
       zIndex: false,
+      ...movingSettings(graph.order),
     });
     renderer.on("clickNode", ({ node }) => ctx.navigate("memory", { id: node }));
     renderer.on("enterNode", ({ node }) => {
