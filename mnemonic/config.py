@@ -944,6 +944,15 @@ class AgentsConfig(_Section):
         le=60,
         description="An event-loop stall longer than this is logged and counted (/metrics).",
     )
+    gil_switch_interval_ms: float = Field(
+        1.0,
+        gt=0,
+        le=100,
+        description=(
+            "How long a busy worker thread may hold Python's lock before the event loop "
+            "gets it back (sys.setswitchinterval; Python's own default is 5)."
+        ),
+    )
 
 
 def _builtin_reactor_rules() -> list[dict[str, Any]]:

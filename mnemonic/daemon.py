@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -869,6 +870,16 @@ class Daemon:
         return app
 
 
+def apply_process_settings(cfg: Config) -> None:
+    """Process-wide settings of a serving daemon (never of a library user's process).
+
+    Agents compute in worker threads; each time the event loop hands the GIL away (a numpy
+    call, a database read, a socket) it waits up to a whole switch interval to get it back
+    from a busy thread. Python's 5 ms default made /query during a dreaming or abstraction
+    cycle at 100k about 3x slower than quiet (BENCHMARKS.md, "Cycle durations at 100k")."""
+    sys.setswitchinterval(cfg.agents.gil_switch_interval_ms / 1000)
+
+
 def serve(cfg: Config, paths: Paths) -> int:
     """Run the daemon in the foreground until SIGINT/SIGTERM; returns the exit code.
 
@@ -879,6 +890,7 @@ def serve(cfg: Config, paths: Paths) -> int:
 
     paths.ensure()
     setup_logging(cfg.logging.level, paths.log_dir)
+    apply_process_settings(cfg)
     write_default_config(paths)
     restrict(paths.config_file)  # a config.yaml an older build or an editor made 0644
     token = load_or_create_token(paths, os.environ.get(TOKEN_ENV))
@@ -887,8 +899,6 @@ def serve(cfg: Config, paths: Paths) -> int:
         try:
             return Daemon(cfg, paths, token, notices=notices).app()
         except RuleError as exc:  # a rule runs an agent no daemon has: like a bad config.yaml
-            import sys
-
             from mnemonic.exits import EX_CONFIG
 
             sys.stderr.write(f"mnemonic: invalid configuration: {exc}\n")
