@@ -720,6 +720,12 @@ class AbstractionConfig(_Section):
         1.0, gt=0, le=10, description="Community resolution (higher: smaller themes)."
     )
     seed: int = Field(13, ge=0, description="Seed of Louvain, so a cycle is reproducible.")
+    process_min_nodes: int = Field(
+        2000,
+        ge=0,
+        description="Clustering this many memories or more runs in a separate process (its "
+        "pure-Python work would hold the GIL against requests); fewer run in a thread.",
+    )
     max_term_df: int = Field(
         50,
         ge=2,

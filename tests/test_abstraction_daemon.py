@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from starlette.testclient import TestClient
 
@@ -68,3 +69,36 @@ def test_run_list_show_and_dismiss(make_client: Callable[..., TestClient]) -> No
     assert [i["id"] for i in active] == [items[1]["id"]]
     health = client.get("/api/v1/agents").json()
     assert "abstraction" in str(health)
+
+
+def _themes_found(make_client: Callable[..., TestClient], process_min_nodes: int) -> Any:
+    settings = {"interval_s": 3600, "process_min_nodes": process_min_nodes}
+    client = make_client(**{**QUIET, "abstraction": settings})
+    start = datetime(2026, 3, 2, tzinfo=UTC)
+    for i, text in enumerate(THEMES):
+        remember(
+            client, text, project="alpha", timestamp=(start + timedelta(days=i % 3)).isoformat()
+        )
+    run = client.post("/api/v1/agents/abstraction/run").json()["run"]
+    assert run["ok"] is True, run
+    items = client.get("/api/v1/patterns").json()["items"]
+    evidence = [
+        sorted(
+            e["summary"] for e in client.get(f"/api/v1/abstractions/{i['id']}").json()["evidence"]
+        )
+        for i in items
+    ]
+    return run["summary"]["clustered_in_process"], sorted(evidence)
+
+
+def test_clustering_in_a_worker_process_finds_the_same_themes(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """Past ``process_min_nodes`` Louvain runs in a worker process (anyio's pool), so its
+    seconds of pure Python never hold the daemon's GIL; the themes are the same as in a
+    thread (the seed and the sorted edge order make it reproducible across processes)."""
+    in_process, themes = _themes_found(make_client, 1)
+    in_thread, same = _themes_found(make_client, 100_000)
+    assert (in_process, in_thread) == (True, False)
+    assert len(themes) == 2 and all(len(t) == 4 for t in themes)
+    assert themes == same

@@ -215,33 +215,43 @@ class DreamingAgent:
             near = _neighbours(seeds, strong, self._cfg.max_neighbours)
             around = sorted({n for ns in near.values() for n in ns})
             links = await self._store.links_touching(around)
-            for link in links:
-                known.setdefault((link.a, link.b), []).append(link)
-            steps.update(neighbourhood_pairs(near, known))
+
+            def pairs_around() -> Counter[tuple[int, int]]:
+                # tens of thousands of links at 100k: off the loop (it served /query in
+                # 200 ms spikes while this ran on it)
+                for link in links:
+                    known.setdefault((link.a, link.b), []).append(link)
+                return neighbourhood_pairs(near, known)
+
+            steps.update(await asyncio.to_thread(pairs_around))
         after = int(await self._store.get_meta(QUERY_META) or 0)
         fresh = await self._store.queries(after, self._cfg.queries_per_cycle)
         counts["queries_read"] = len(fresh)
         if fresh:
             meta[QUERY_META] = str(fresh[-1].rowid)
             recalled = await self._recall_pairs(fresh)
-            pairs = sorted(set(recalled) - set(known))
+            pairs = await asyncio.to_thread(lambda: sorted(set(recalled) - set(known)))
             for link in await self._store.links_of_pairs(pairs):
                 known.setdefault((link.a, link.b), []).append(link)
             steps.update(recalled)
-        updates = self._updates(steps, known)
+        updates = await asyncio.to_thread(self._updates, steps, known)
         counts["links_strengthened"] = await self._store.raise_strengths(updates, now)
         return await self._coretrieval_links(known)
 
     async def _recall_pairs(self, rows: list[Any]) -> Counter[tuple[int, int]]:
         ids = {i for r in rows for i in (*r.results, *r.helpful, *r.irrelevant)}
         seq = await self._store.live_seqs(sorted(ids))
-        return coretrieved(
-            ([seq[i] for i in r.results if i in seq] for r in rows),
-            ([seq[i] for i in r.helpful if i in seq] for r in rows),
-            [seq[i] for r in rows for i in r.irrelevant if i in seq],
-            top=self._cfg.coretrieval_top,
-            helpful_weight=self._cfg.helpful_weight,
-        )
+
+        def count() -> Counter[tuple[int, int]]:  # every pair of up to ~1,000 recalls
+            return coretrieved(
+                ([seq[i] for i in r.results if i in seq] for r in rows),
+                ([seq[i] for i in r.helpful if i in seq] for r in rows),
+                [seq[i] for r in rows for i in r.irrelevant if i in seq],
+                top=self._cfg.coretrieval_top,
+                helpful_weight=self._cfg.helpful_weight,
+            )
+
+        return await asyncio.to_thread(count)
 
     def _updates(
         self, steps: Counter[tuple[int, int]], known: dict[tuple[int, int], list[Link]]
@@ -276,7 +286,8 @@ class DreamingAgent:
         if not recent:
             return []
         together = await self._recall_pairs(recent)
-        often = [p for p, n in together.items() if n >= self._cfg.coretrieval_min_count]
+        least = self._cfg.coretrieval_min_count
+        often = await asyncio.to_thread(lambda: [p for p, n in together.items() if n >= least])
         linked = {(link.a, link.b) for link in await self._store.links_of_pairs(often)}
         linked |= set(known)
         strength = self._cfg.coretrieval_link_strength
