@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from starlette.testclient import TestClient
+from support.daemon_proc import running
 
 from tests.support.api import remember
 
@@ -102,3 +104,25 @@ def test_clustering_in_a_worker_process_finds_the_same_themes(
     assert (in_process, in_thread) == (True, False)
     assert len(themes) == 2 and all(len(t) == 4 for t in themes)
     assert themes == same
+
+
+def test_a_served_daemon_clusters_in_a_worker_process(tmp_path: Path) -> None:
+    """Through ``python -m mnemonic serve``: the worker loads the parent's main module as
+    ``__mp_main__`` and must not run the CLI again (it did: exit 64, every cycle failed)."""
+    env = {
+        "MNEMONIC_ABSTRACTION__PROCESS_MIN_NODES": "1",
+        "MNEMONIC_ABSTRACTION__INTERVAL_S": "3600",
+        "MNEMONIC_REACTOR__ENABLED": "false",
+        "MNEMONIC_ORCHESTRATOR__ENABLED": "false",
+    }
+    start = datetime(2026, 3, 2, tzinfo=UTC)
+    with running(tmp_path / "home", env=env) as daemon, daemon.client(timeout=120) as http:
+        for i, text in enumerate(THEMES):
+            body = {"content": text, "project": "alpha",
+                    "timestamp": (start + timedelta(days=i % 3)).isoformat()}  # fmt: skip
+            stored = http.post("/api/v1/memories", params={"wait": "true"}, json=body)
+            assert stored.status_code == 201, stored.text
+        run = http.post("/api/v1/agents/abstraction/run", params={"wait": "true"}).json()["run"]
+    assert run["ok"] is True, run
+    assert run["summary"]["clustered_in_process"] is True
+    assert run["summary"]["patterns_created"] == 2
