@@ -267,6 +267,11 @@ class EncodingAgent:
 
     async def _process(self, batch: list[PendingMemory]) -> None:
         texts = [m.content for m in batch]
+        # A building index is waited for before the attempt's deadline starts, then the
+        # attempt goes on without twins and links: inside it the wait took the whole
+        # deadline, so during a long build (24 min at 1M memories) every attempt timed
+        # out and its memories were parked as failed.
+        await self._index.wait_ready(self._cfg.batch_timeout_s)
         deadline = asyncio.timeout(self._cfg.batch_timeout_s)
         try:
             async with deadline:
@@ -346,7 +351,6 @@ class EncodingAgent:
         worker thread (it was one full scan per memory on the event loop, 24-29 ms each at
         100k memories); the batch's own items are compared with one small product too.
         """
-        await self._index.wait_ready(self._cfg.batch_timeout_s)
         k = self._cfg.link_candidates + 1
         active = (MemoryState.ACTIVE, MemoryState.FADING)
         filters = [Filters(project=item.project, states=active) for item in batch]
