@@ -51,6 +51,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -136,6 +138,23 @@ def copy_home(source: Path) -> Path:
     home = parent / "home"
     subprocess.run(["cp", "-a", "--reflink=auto", str(source), str(home)], check=True)
     return home
+
+
+@contextmanager
+def daemon_on_copy(report: dict[str, Any]) -> Iterator[DaemonProc]:
+    """A daemon on a temporary copy of the cached 100k home (the cache itself is never
+    written), ready; the copy is removed afterwards. Notes the home and the start time."""
+    source = find_home()
+    progress(f"copying {source} ...")
+    home = copy_home(source)
+    report["home"] = source.parent.name
+    daemon = DaemonProc(home)
+    try:
+        report["daemon_ready_s"] = round(daemon.wait_ready(timeout=600), 1)
+        yield daemon
+    finally:
+        daemon.close()
+        shutil.rmtree(home.parent, ignore_errors=True)
 
 
 def login(context: Any, daemon: DaemonProc) -> None:
@@ -408,13 +427,8 @@ def measure_graph(
 def graph_main(args: argparse.Namespace) -> int:
     from playwright.sync_api import sync_playwright
 
-    source = find_home()
-    progress(f"copying {source} ...")
-    home = copy_home(source)
-    report: dict[str, Any] = {"home": str(source.parent.name)}
-    daemon = DaemonProc(home)
-    try:
-        report["daemon_ready_s"] = round(daemon.wait_ready(timeout=600), 1)
+    report: dict[str, Any] = {}
+    with daemon_on_copy(report) as daemon:
         with daemon.client(timeout=120) as http:
             report["index_wait_s"] = round(wait_index(http), 1)
             query = json.loads(args.graph_query) if args.graph_query else pick_graph_query(http)
@@ -444,9 +458,6 @@ def graph_main(args: argparse.Namespace) -> int:
                     }
                     progress(f"{name}/{mode}: {brief}")
                 browser.close()
-    finally:
-        daemon.close()
-        shutil.rmtree(home.parent, ignore_errors=True)
     show(report, args.json)
     return 0
 
@@ -517,13 +528,8 @@ def main() -> int:
         args.hours = []  # the live page is still opened, but fed nothing
     from playwright.sync_api import sync_playwright
 
-    source = find_home()
-    progress(f"copying {source} ...")
-    home = copy_home(source)
-    report: dict[str, Any] = {"home": str(source.parent.name)}
-    daemon = DaemonProc(home)
-    try:
-        report["daemon_ready_s"] = round(daemon.wait_ready(timeout=600), 1)
+    report: dict[str, Any] = {}
+    with daemon_on_copy(report) as daemon:
         with daemon.client() as http:
             report["index_wait_s"] = round(wait_index(http), 1)  # else recall runs on SQL
             stats = http.get("/api/v1/stats").json()
@@ -618,25 +624,14 @@ def main() -> int:
             report["live_feed_seconds"] = round(time.monotonic() - started, 1)
             report["live_memory"] = memory
             browser.close()
-    finally:
-        daemon.close()
-        shutil.rmtree(home.parent, ignore_errors=True)
     show(report, args.json)
     return 0
 
 
 def routes_main(args: argparse.Namespace) -> int:
-    source = find_home()
-    progress(f"copying {source} ...")
-    home = copy_home(source)
-    report: dict[str, Any] = {"home": str(source.parent.name)}
-    daemon = DaemonProc(home)
-    try:
-        report["daemon_ready_s"] = round(daemon.wait_ready(timeout=600), 1)
+    report: dict[str, Any] = {}
+    with daemon_on_copy(report) as daemon:
         report.update(time_routes(daemon, args.repeat))
-    finally:
-        daemon.close()
-        shutil.rmtree(home.parent, ignore_errors=True)
     show(report, args.json)
     return 0
 
