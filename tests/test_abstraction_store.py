@@ -5,19 +5,18 @@ through the scripted OpenAI-compatible server."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
-from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from support.openai_server import OpenAIServer, chat_reply
+from support.store import Clock, with_database
 
 from mnemonic.agents.abstraction import AbstractionAgent
-from mnemonic.config import AbstractionConfig, LlmConfig, StorageConfig
+from mnemonic.config import AbstractionConfig, LlmConfig
 from mnemonic.encoding.heuristic import encode
 from mnemonic.encoding.text import content_hash
 from mnemonic.events.types import AbstractionCreated, Event, PatternDiscovered
@@ -29,9 +28,7 @@ from mnemonic.store.database import Database
 from mnemonic.store.models import NewRaw, Source
 from mnemonic.store.purge import SQLitePurger
 from mnemonic.store.sqlite import SQLiteStore
-from mnemonic.timeutil import utcnow
 
-T = TypeVar("T")
 CHAT = "/v1/chat/completions"
 
 DOCKER = [
@@ -57,26 +54,6 @@ DOCKER_DEPLOY = [
     "Retagged the docker image before the registry deploy.",
     "Docker registry credentials expired during the deploy.",
 ]
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = utcnow()
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-def _run(path: Path, fn: Callable[[Database], Awaitable[T]]) -> T:
-    async def main() -> T:
-        db = Database(path, StorageConfig())
-        await db.open()
-        try:
-            return await fn(db)
-        finally:
-            await db.close()
-
-    return asyncio.run(main())
 
 
 async def _write(
@@ -115,7 +92,7 @@ def test_themes_are_found_once_and_grouped_into_a_principle(tmp_path: Path) -> N
         second = await agent.run_cycle("manual")
         return first, second, ids
 
-    first, second, ids = _run(path, scenario)
+    first, second, ids = with_database(path, scenario)
     assert first["patterns_created"] == 3 and second["patterns_created"] == 0
     patterns = _rows(path, "SELECT id, concepts, state, strength, grounding FROM abstractions"
                      " WHERE level = 'pattern'")  # fmt: skip
@@ -159,7 +136,7 @@ def test_dismissed_stays_dismissed_and_new_evidence_grows_a_pattern(tmp_path: Pa
         out.append(await agent.run_cycle("manual"))
         return out
 
-    _, second = _run(path, scenario)
+    _, second = with_database(path, scenario)
     assert second["patterns_created"] == 0 and second["suppressed"] == 1
     assert second["patterns_grown"] == 1
     states = dict(_rows(path, "SELECT state, count(*) FROM abstractions GROUP BY state"))
@@ -188,7 +165,7 @@ def test_archived_evidence_demotes_then_archives_and_purge_removes_evidence(tmp_
         await agent.run_cycle("manual")
         return states
 
-    states = _run(path, scenario)
+    states = with_database(path, scenario)
     assert states == ["demoted", "archived"]
     left = _rows(path, "SELECT a.grounding, count(e.memory_seq) FROM abstractions a JOIN"
                  " abstraction_evidence e ON e.abstraction_id = a.id"
@@ -216,7 +193,7 @@ def test_near_duplicate_patterns_are_merged_into_the_older(tmp_path: Path) -> No
         ))  # fmt: skip
         return await agent.run_cycle("manual")
 
-    summary = _run(path, scenario)
+    summary = with_database(path, scenario)
     assert summary["merged"] == 1
     rows = dict(_rows(path, "SELECT state, count(*) FROM abstractions GROUP BY state"))
     assert rows == {"active": 1, "merged": 1}
@@ -237,7 +214,7 @@ def test_a_failing_step_rolls_back_whole_and_the_earlier_steps_stand(tmp_path: P
         with pytest.raises(sqlite3.IntegrityError, match="disk says no"):
             await agent.run_cycle("manual")
 
-    _run(path, scenario)
+    with_database(path, scenario)
     assert _rows(path, "SELECT level, count(*) FROM abstractions GROUP BY level") == [
         ("pattern", 2)
     ]
@@ -274,7 +251,7 @@ def test_the_llm_titles_patterns_only_when_grounded(tmp_path: Path) -> None:
             finally:
                 await client.aclose()
 
-        summary = _run(path, scenario)
+        summary = with_database(path, scenario)
         prompts = [r.json()["messages"][-1]["content"] for r in server.requests_to(CHAT)]
     assert summary["llm_described"] == 1
     rows = _rows(path, "SELECT title, described_by FROM abstractions ORDER BY described_by")

@@ -15,18 +15,17 @@ succeeds with nothing half-written.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sqlite3
-from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import pytest
 from support.openai_server import OpenAIServer, Reply, chat_reply, error_reply
+from support.store import Clock, with_database
 
 from mnemonic.agents.abstraction import AbstractionAgent
 from mnemonic.agents.consolidation import ConsolidationAgent
@@ -40,7 +39,6 @@ from mnemonic.config import (
     EpisodesConfig,
     LlmConfig,
     MetacognitionConfig,
-    StorageConfig,
 )
 from mnemonic.encoding.text import content_hash
 from mnemonic.llm.completion.base import Completer, NoCompleter
@@ -57,9 +55,8 @@ from mnemonic.store.episodes import SQLiteEpisodes
 from mnemonic.store.meta import SQLiteMeta
 from mnemonic.store.models import Encoded, MemoryType, NewRaw, Quality, Source
 from mnemonic.store.sqlite import SQLiteStore
-from mnemonic.timeutil import to_db, utcnow
+from mnemonic.timeutil import to_db
 
-T = TypeVar("T")
 CHAT = "/v1/chat/completions"
 DIM = 8
 
@@ -70,26 +67,6 @@ THEMES = {
     "redis": ("redis cache", "session store", "cache eviction"),
 }
 TWIN = "Always run make test before pushing to main."
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = utcnow()
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-def _run(path: Path, fn: Callable[[Database], Awaitable[T]]) -> T:
-    async def main() -> T:
-        db = Database(path, StorageConfig())
-        await db.open()
-        try:
-            return await fn(db)
-        finally:
-            await db.close()
-
-    return asyncio.run(main())
 
 
 def _rows(path: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
@@ -193,7 +170,7 @@ def test_episoding_failing_mid_batch_writes_no_episode_and_recovers(tmp_path: Pa
         await _allow(db, "episode_memories")
         return failed, await agent.run_now("schedule"), before, after
 
-    failed, again, before, after = _run(path, scenario)
+    failed, again, before, after = with_database(path, scenario)
     _assert_failed(path, failed, "episode refused")
     assert after == before  # no episode, no member, no watermark moved
     assert again.ok and again.summary["assigned"] == 20
@@ -223,7 +200,7 @@ def test_consolidation_failing_in_the_merge_leaves_no_gist_and_recovers(tmp_path
         again = await agent.run_now("schedule")
         return failed, again, {**before, "memories": before_mem}, {**after, "memories": after_mem}
 
-    failed, again, before, after = _run(path, scenario)
+    failed, again, before, after = with_database(path, scenario)
     _assert_failed(path, failed, "merge refused")
     assert after == before  # no gist, no source marked merged, no history row
     # the decay pass before it is whole and kept (salience moved, every row one pass)
@@ -251,7 +228,7 @@ def test_dreaming_failing_mid_links_writes_no_link_and_recovers(tmp_path: Path) 
         await _allow(db, "associations")
         return failed, await agent.run_now("manual"), before, after
 
-    failed, again, before, after = _run(path, scenario)
+    failed, again, before, after = with_database(path, scenario)
     _assert_failed(path, failed, "link refused")
     assert after == before  # not one link of the batch, and the insight step never ran
     assert again.ok and again.summary["links_added"] >= 2
@@ -275,7 +252,7 @@ def test_dreaming_failing_in_the_insight_writes_no_memory(tmp_path: Path) -> Non
         failed = await agent.run_now("manual")
         return failed, before, _tables(path, *names), _count(path, "associations")
 
-    failed, before, after, links = _run(path, scenario)
+    failed, before, after, links = with_database(path, scenario)
     _assert_failed(path, failed, "provenance refused")
     assert after == before  # the insight memory, its raw row and its provenance: all or none
     assert links > 0  # the link step before it committed whole
@@ -298,7 +275,7 @@ def test_abstraction_failing_mid_pattern_writes_none_and_recovers(tmp_path: Path
         await _allow(db, "abstraction_evidence")
         return failed, await agent.run_now("manual"), before, after
 
-    failed, again, before, after = _run(path, scenario)
+    failed, again, before, after = with_database(path, scenario)
     _assert_failed(path, failed, "evidence refused")
     assert after == before == {n: [] for n in after}
     assert again.ok and again.summary["patterns_created"] >= 2
@@ -336,7 +313,7 @@ def test_metacognition_failing_mid_record_suppresses_nothing(tmp_path: Path) -> 
         await _allow(db, "meta_observations")
         return failed, await agent.run_now("schedule"), before, after
 
-    failed, again, before, after = _run(path, scenario)
+    failed, again, before, after = with_database(path, scenario)
     _assert_failed(path, failed, "observation refused")
     assert after == before  # no observation row, no utility lowered
     assert again.ok and again.summary["suppressed"] == 2
@@ -398,7 +375,7 @@ def test_each_agent_falls_back_to_its_heuristic_when_the_llm_fails_mid_cycle(
             finally:
                 await completer.aclose()
 
-        runs = _run(path, scenario)
+        runs = with_database(path, scenario)
         asked = len(server.requests_to(CHAT))
     assert all(r.ok for r in runs.values()), {n: r.error for n, r in runs.items()}
     assert asked >= 5  # every agent asked, the first answer only was good

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
+from support.store import Clock, with_database
 
 from mnemonic.agents.consolidation import ConsolidationAgent
-from mnemonic.config import ConsolidationConfig, StorageConfig
+from mnemonic.config import ConsolidationConfig
 from mnemonic.encoding.heuristic import encode
 from mnemonic.encoding.text import content_hash
 from mnemonic.events.types import ConsolidationCompleted, Event, MemoryStateChanged
@@ -25,9 +25,7 @@ from mnemonic.store.database import Database
 from mnemonic.store.models import NewRaw, Source
 from mnemonic.store.purge import SQLitePurger
 from mnemonic.store.sqlite import SQLiteStore
-from mnemonic.timeutil import to_db, utcnow
-
-T = TypeVar("T")
+from mnemonic.timeutil import to_db
 
 TWINS = [
     ("alpha", "Run make test before pushing to main."),
@@ -44,26 +42,6 @@ OTHER = [
     ("alpha", "The nightly backup job copies the database to the S3 bucket."),
     ("alpha", "Decided to keep sessions in Redis because MySQL was too slow."),
 ]
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = utcnow()
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-def _run(db_path: Path, fn: Callable[[Database], Awaitable[T]]) -> T:
-    async def main() -> T:
-        db = Database(db_path, StorageConfig())
-        await db.open()
-        try:
-            return await fn(db)
-        finally:
-            await db.close()
-
-    return asyncio.run(main())
 
 
 async def _write(
@@ -117,7 +95,7 @@ def test_a_cycle_decays_merges_and_is_idempotent(tmp_path: Path, embedder: OnnxE
         return {"ids": ids, "first": first, "second": second, "before": before,
                 "after": after, "history": history}  # fmt: skip
 
-    out = _run(path, scenario)
+    out = with_database(path, scenario)
     first, second = out["first"], out["second"]
     assert first["merged"] == 2 and first["merged_sources"] == 4
     assert first["decayed"] >= len(TWINS + LOOKALIKES + OTHER) - 4
@@ -190,7 +168,7 @@ def test_merge_then_unmerge_restores_states_and_pointers(
             await store.unmerge(restored[0], clock.now)  # not a gist
         conn.close()
 
-    _run(path, scenario)
+    with_database(path, scenario)
 
 
 def test_no_memory_is_ever_deleted_over_many_cycles(tmp_path: Path, embedder: OnnxEmbedder) -> None:
@@ -229,7 +207,7 @@ def test_no_memory_is_ever_deleted_over_many_cycles(tmp_path: Path, embedder: On
         )  # recalled every 3 weeks: never idle long enough
         conn.close()
 
-    _run(path, scenario)
+    with_database(path, scenario)
 
 
 def test_weak_unused_old_links_are_pruned_structural_ones_kept(
@@ -264,7 +242,7 @@ def test_weak_unused_old_links_are_pruned_structural_ones_kept(
         ]  # fmt: skip
         conn.close()
 
-    _run(path, scenario)
+    with_database(path, scenario)
 
 
 def test_a_purge_removes_the_merge_records(tmp_path: Path, embedder: OnnxEmbedder) -> None:
@@ -283,7 +261,7 @@ def test_a_purge_removes_the_merge_records(tmp_path: Path, embedder: OnnxEmbedde
         assert conn.execute("SELECT count(*) FROM memory_merges").fetchone()[0] == 0
         conn.close()
 
-    _run(path, scenario)
+    with_database(path, scenario)
 
 
 def test_a_cycle_stops_at_its_budget_and_resumes(tmp_path: Path, embedder: OnnxEmbedder) -> None:
@@ -308,7 +286,7 @@ def test_a_cycle_stops_at_its_budget_and_resumes(tmp_path: Path, embedder: OnnxE
         # same type, same decay (their created_at differ by the microseconds between writes)
         assert abs(sal[0] - sal[1]) < 1e-6
 
-    _run(path, scenario)
+    with_database(path, scenario)
 
 
 def test_unmerge_and_history_routes(tmp_path: Path, embedder: OnnxEmbedder) -> None:
@@ -334,7 +312,7 @@ def test_unmerge_and_history_routes(tmp_path: Path, embedder: OnnxEmbedder) -> N
         conn.close()
         return ids, gist_id
 
-    ids, gist_id = _run(path, scenario)
+    ids, gist_id = with_database(path, scenario)
 
     async def serve(db: Database) -> None:
         app = Starlette(
@@ -364,7 +342,7 @@ def test_unmerge_and_history_routes(tmp_path: Path, embedder: OnnxEmbedder) -> N
         assert hist.json()["items"][0]["counts"]["merged"] == 1
         assert bad.status_code == 422
 
-    _run(path, serve)
+    with_database(path, serve)
 
 
 def test_a_gist_inherits_only_supersessions_that_keep_time_order(
@@ -410,7 +388,7 @@ def test_a_gist_inherits_only_supersessions_that_keep_time_order(
         assert first_cycle["merged"] == 1
         return ids
 
-    ids = _run(path, scenario)
+    ids = with_database(path, scenario)
     conn = sqlite3.connect(path)
     gist = conn.execute("SELECT merged_into FROM memories WHERE id = ?", (ids[1],)).fetchone()[0]
     seq = {r[0]: r[1] for r in conn.execute("SELECT id, seq FROM memories")}
@@ -451,7 +429,7 @@ def test_a_cycle_soon_after_a_full_pass_does_not_decay_again(
         clock.now += timedelta(days=1)
         assert (await agent.run_cycle("manual"))["prune_skipped"] == 0
 
-    _run(path, scenario)
+    with_database(path, scenario)
 
 
 def test_purging_a_source_also_purges_the_gist_that_quotes_it(
@@ -475,4 +453,4 @@ def test_purging_a_source_also_purges_the_gist_that_quotes_it(
         conn.close()
         assert left == [OTHER[1][1]] and hits == 0
 
-    _run(path, scenario)
+    with_database(path, scenario)

@@ -5,18 +5,17 @@ episodes, links and recall logs, never vectors."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
-from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
+from support.store import Clock, with_database
 
 from mnemonic.agents.dreaming import DreamingAgent
-from mnemonic.config import DreamingConfig, StorageConfig
+from mnemonic.config import DreamingConfig
 from mnemonic.encoding.text import content_hash
 from mnemonic.events.types import DreamCompleted, Event, RawMemoryCreated
 from mnemonic.store.database import Database
@@ -24,9 +23,7 @@ from mnemonic.store.dreaming import CURSOR_META, SQLiteDreaming
 from mnemonic.store.models import Encoded, MemoryType, NewRaw, Source
 from mnemonic.store.purge import SQLitePurger
 from mnemonic.store.sqlite import SQLiteStore
-from mnemonic.timeutil import to_db, utcnow
-
-T = TypeVar("T")
+from mnemonic.timeutil import to_db
 
 # (episode, text, concepts); the three 'quartz' notes sit in three episodes
 Q = ["frobnicator cache", "quartz-7 volume"]
@@ -39,26 +36,6 @@ NOTES: list[tuple[str | None, str, list[str]]] = [
     ("e4", "The staging cluster rejects the helm chart without it.", H),
 ]
 FILLER = 25  # memories with one unique concept each, so that N makes the terms above rare
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = utcnow()
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-def _run(db_path: Path, fn: Callable[[Database], Awaitable[T]]) -> T:
-    async def main() -> T:
-        db = Database(db_path, StorageConfig())
-        await db.open()
-        try:
-            return await fn(db)
-        finally:
-            await db.close()
-
-    return asyncio.run(main())
 
 
 CFG: dict[str, Any] = {"max_df_share": 0.2, "min_episodes": 3}
@@ -136,7 +113,7 @@ def test_a_cycle_links_across_episodes_writes_one_insight_and_touches_no_memory(
         return {"ids": ids, "before": before, "first": first, "second": second,
                 "links1": links1, "links2": links2, "health": agent.health()}  # fmt: skip
 
-    out = _run(path, scenario)
+    out = with_database(path, scenario)
     first, second = out["first"], out["second"]
     assert first["replayed"] == len(NOTES) + FILLER
     # quartz notes pairwise (3 pairs); the helm notes share one episode: no link
@@ -227,7 +204,7 @@ def test_coactivation_strengthens_links_and_links_what_is_recalled_together(
         after = _rows(path, "SELECT seq, access_count, last_accessed_at FROM memories")
         return {"f": f, "summary": summary, "before": before, "after": after}
 
-    out = _run(path, scenario)
+    out = with_database(path, scenario)
     f = out["f"]
     assert out["after"] == out["before"]  # replay and reading recalls count as no access
     strength = {(a, b, r): s for a, b, r, s in _rows(
@@ -263,7 +240,7 @@ def test_cooldown_skips_all_but_manual_runs_and_survives_a_restart(tmp_path: Pat
         runs.append(await restarted.run_cycle("reactor"))
         return runs
 
-    runs = _run(path, scenario)
+    runs = with_database(path, scenario)
     assert [r.get("skipped") for r in runs] == [None, "cooldown", None, "cooldown", None]
     assert [e.trigger for e in events if isinstance(e, DreamCompleted)] == [
         "schedule", "manual", "reactor"
@@ -283,7 +260,7 @@ def test_the_replay_cursor_rotates_and_wraps_around(tmp_path: Path) -> None:
             seen.append((summary["replayed"], await SQLiteDreaming(db).get_meta(CURSOR_META)))
         return seen
 
-    seen = _run(path, scenario)
+    seen = with_database(path, scenario)
     total = len(NOTES) + FILLER  # 30: windows of 12, 12, then 6 (wraps), then 12 again
     assert [n for n, _ in seen] == [4, 4, 4, 4]
     cursors = [int(c or 0) for _, c in seen]
@@ -310,7 +287,7 @@ def test_a_failure_mid_cycle_leaves_no_half_written_insight(tmp_path: Path) -> N
         with pytest.raises(sqlite3.IntegrityError, match="provenance refused"):
             await agent.run_cycle("manual")
 
-    _run(path, scenario)
+    with_database(path, scenario)
     assert _rows(path, "SELECT count(*) FROM memories WHERE source = 'dreaming'") == [(0,)]
     assert _rows(path, "SELECT count(*) FROM raw_memories WHERE source = 'dreaming'") == [(0,)]
     assert _rows(path, "SELECT count(*) FROM insight_sources") == [(0,)]
@@ -335,7 +312,7 @@ def test_purging_a_source_purges_its_insight_and_purging_an_insight_keeps_source
         assert purged.counts.memories == 2  # the source and the insight drawn from it
         return str(insight[0]), ids
 
-    insight, ids = _run(path, scenario)
+    insight, ids = with_database(path, scenario)
     assert _rows(path, "SELECT count(*) FROM insight_sources") == [(0,)]
     assert _rows(path, "SELECT count(*) FROM memories WHERE id = ?", (insight,)) == [(0,)]
     assert _rows(path, "SELECT count(*) FROM memories WHERE id = ?", (ids[1],)) == [(1,)]
@@ -353,7 +330,7 @@ def test_purging_an_insight_keeps_its_sources(tmp_path: Path) -> None:
         assert purged.counts.memories == 1
         return ids
 
-    ids = _run(path, scenario)
+    ids = with_database(path, scenario)
     assert _rows(path, "SELECT count(*) FROM insight_sources") == [(0,)]
     assert _rows(path, "SELECT count(*) FROM memories WHERE source = 'dreaming'") == [(0,)]
     assert _rows(path, "SELECT count(*) FROM memories WHERE id IN (?, ?)", tuple(ids[:2])) == [(2,)]
@@ -377,7 +354,7 @@ def test_insight_text_goes_through_redaction_and_listing_reads_it_back(tmp_path:
         detail = await store.get_insight(listed[0].id)
         return listed, other, detail
 
-    listed, other, detail = _run(path, scenario)
+    listed, other, detail = with_database(path, scenario)
     assert len(listed) == 1 and other == []
     assert "SECRET" not in listed[0].content and "[redacted] rollout" in listed[0].content
     row, sources = detail

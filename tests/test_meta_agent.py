@@ -8,11 +8,12 @@ import asyncio
 import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from support.store import Clock
 
 from mnemonic.agents.metacognition import MetacognitionAgent, recaller_probe
 from mnemonic.api.meta_routes import MetaObservationOut
@@ -48,14 +49,6 @@ NOTES = [
     "Kafka consumer lag alerts page the data platform on-call rotation.",
     "Terraform state for staging is stored in the shared GCS bucket with locking.",
 ]
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = utcnow()
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 @dataclass
