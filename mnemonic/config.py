@@ -327,8 +327,36 @@ class RecallConfig(_Section):
     )
     index_snapshot: bool = Field(
         True,
-        description="Save the recall index at shutdown; the next start loads it if no write"
-        " came between (seconds instead of minutes at scale).",
+        description="Save the recall index as checkpoints; a start loads the last one and"
+        " replays the changes logged since (seconds instead of minutes at scale).",
+    )
+    snapshot_check_s: float = Field(
+        60, gt=0, description="How often the daemon checks whether a checkpoint is due."
+    )
+    snapshot_change_share: float = Field(
+        0.05,
+        ge=0,
+        le=10,
+        description="A checkpoint is due once this share of the store's memories in changes"
+        " has been logged since the last one (writes wait while it is saved).",
+    )
+    snapshot_min_changes: int = Field(
+        5000, ge=1, description="Changes that make a checkpoint due, at the least."
+    )
+    snapshot_max_age_s: float = Field(
+        21600, gt=0, description="Any change makes a checkpoint due once the last is this old."
+    )
+    snapshot_quiet_s: float = Field(
+        10,
+        ge=0,
+        description="A due checkpoint waits this long without a write (not past twice the"
+        " change threshold).",
+    )
+    snapshot_stop_budget_s: float = Field(
+        1.5,
+        ge=0,
+        description="Save at shutdown only if the last saves say it takes at most this;"
+        " otherwise the next start replays the log (shutdown must end within 5 s).",
     )
     superseded_factor: float = Field(
         0.5,

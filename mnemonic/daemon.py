@@ -65,8 +65,9 @@ from mnemonic.config import Config, EmbeddingConfig, render_template_yaml
 from mnemonic.cron import next_fire
 from mnemonic.errors import StorageUnavailable
 from mnemonic.events.bus import EventBus
+from mnemonic.index.checkpoints import Checkpointer
 from mnemonic.index.recall_index import RecallIndex
-from mnemonic.index.snapshot import NotSaved, discard_snapshot, save_current
+from mnemonic.index.snapshot import discard_snapshot
 from mnemonic.llm.completion.build import build_completer
 from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.mcp.mount import McpMount
@@ -250,10 +251,7 @@ class Daemon:
         self.db = Database(paths.database, cfg.storage)
         self.store = SQLiteStore(self.db)
         self.browser = SQLiteBrowser(self.db)
-        self.index = RecallIndex(
-            self.embedder.dim, self.embedder.name, vector_exact_max=cfg.recall.vector_exact_max
-        )
-        self.db.follow_changes(self.index)  # every write reaches the index (index/changes.py)
+        self.index, self.checkpoints = self._recall_index()
         self.encoder = EncodingAgent(
             self.bus.subscribe,
             self.bus.publish,
@@ -474,6 +472,24 @@ class Daemon:
             return await self.files.observe(version)
         return await self.service.remember(remember)
 
+    def _recall_index(self) -> tuple[RecallIndex, Checkpointer]:
+        """The in-memory recall index, following every write (index/changes.py), and
+        what saves it as checkpoints (index/checkpoints.py)."""
+        cfg = self.cfg.recall
+        index = RecallIndex(
+            self.embedder.dim, self.embedder.name, vector_exact_max=cfg.vector_exact_max
+        )
+        self.db.follow_changes(index)
+        checkpoints = Checkpointer(
+            index,
+            self.db.run_read,
+            self.db.run_maintenance,
+            self.paths.data_dir / "recall-index",
+            cfg,
+        )
+        index.on_forgot = checkpoints.forgot  # a purge deletes the saved checkpoint
+        return index, checkpoints
+
     async def start(self) -> None:
         """Open the store, load the vector index, subscribe, start the agents."""
         limit_blas_threads()
@@ -503,6 +519,14 @@ class Daemon:
             self.perception,
             *self.watchers,
         ]
+        agents.append(
+            PeriodicJob(
+                "index-checkpoint",
+                self.cfg.recall.snapshot_check_s,
+                self.checkpoints.tick,
+                self.clock,
+            )
+        )
         if self.cfg.agents.heap_trim_interval_s > 0:
             agents.append(
                 PeriodicJob(
@@ -599,39 +623,22 @@ class Daemon:
         return scheduled
 
     async def _build_index(self) -> None:
-        """Build the recall index from SQLite. Start-up waits for it on a store of fewer
-        than ``recall.index_wait_below`` memories (ready in well under a second, so the
-        first query already runs in memory); a larger store is served at once while the
-        index builds in the background (about 10 s per 100k memories) and recall answers
-        through SQL meanwhile."""
+        """Load the recall index from its last checkpoint and replay the changes logged
+        since, or build it from SQLite when there is no usable checkpoint. Start-up waits
+        for it on a store of fewer than ``recall.index_wait_below`` memories (ready in well
+        under a second, so the first query already runs in memory); a larger store is
+        served at once while the index loads or builds in the background (a build takes
+        about 10 s per 100k memories) and recall answers through SQL meanwhile."""
         self.index.on_stale = self._rebuild_index
-        snapshot: Path | None = self._index_snapshot
+        snapshot: Path | None = self.checkpoints.folder
         if not self.cfg.recall.index_snapshot:
-            await asyncio.to_thread(discard_snapshot, self._index_snapshot)  # an older run's
+            await asyncio.to_thread(discard_snapshot, self.checkpoints.folder)  # older run's
             snapshot = None
         task = asyncio.create_task(self._build_with_patterns(snapshot), name="mnemonic:index")
         self._index_task = task
         task.add_done_callback(_log_index_failure)
         if await self.store.max_seq() < self.cfg.recall.index_wait_below:
             await asyncio.wait({task})
-
-    @property
-    def _index_snapshot(self) -> Path:
-        return self.paths.data_dir / "recall-index"
-
-    async def _save_index(self) -> None:
-        """Save the recall index for the next start (``index/snapshot.py``), on the
-        writer's thread with the write lock held, so the generation it records is the
-        one the index reflects. A failure costs the next start a build, never shutdown."""
-        if not (self.cfg.recall.index_snapshot and self.index.ready):
-            return
-        try:
-            await self.index.settle()
-            await self.db.run_maintenance(partial(save_current, self.index, self._index_snapshot))
-        except NotSaved as exc:
-            log.info("recall index not saved: %s", exc)
-        except Exception:
-            log.warning("saving the recall index failed; the next start builds it", exc_info=True)
 
     async def _build_with_patterns(self, snapshot: Path | None) -> None:
         """Build the recall index, then load the patterns recall lifts (their centroids
@@ -680,7 +687,7 @@ class Daemon:
         if self._index_task is not None and not self._index_task.done():
             self._index_task.cancel()
             await asyncio.gather(self._index_task, return_exceptions=True)
-        await self._save_index()
+        await self.checkpoints.at_stop()
         self.recaller.close()
         await self.completer.aclose()
         await self.db.close()
@@ -742,7 +749,7 @@ class Daemon:
                 "storage": "sqlite float32 blobs",
                 "bytes": self.index.vectors.nbytes,
             },
-            "recall_index": self.index.describe(),
+            "recall_index": {**self.index.describe(), "checkpoint": self.checkpoints.describe()},
             "agents": self.supervisor.health(),
             "llm": {**self.completer.status(), "tasks": self.llm_tasks()},
             "cognition": self.orchestrator.describe(),

@@ -1,8 +1,9 @@
-"""The recall index saved at a clean stop and loaded at the next start (index/snapshot.py).
+"""The recall index saved as a checkpoint and loaded at the next start with the changes
+logged since replayed onto it (index/snapshot.py, index/checkpoints.py, migration 0008).
 
-Real daemons on the same paths: one writes and stops, the next starts from the snapshot
-and must equal a build from SQLite. A write made while no daemon runs (the generation
-moves), a corrupt file or a changed setting must make the start build from SQLite.
+Real daemons on the same paths: one writes and stops (or is killed), the next starts from
+the checkpoint and must equal the database. A write made while no daemon runs is replayed;
+a corrupt file, another checkpoint or a changed setting makes the start build from SQLite.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import stat
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,7 @@ from typing import Any
 import numpy as np
 import pytest
 from starlette.testclient import TestClient
+from support.daemon_proc import running
 from support.index_check import assert_index_matches_database
 
 from mnemonic.config import StorageConfig
@@ -30,10 +34,10 @@ from mnemonic.index.builder import BuildStopped, read_everything
 from mnemonic.index.fulltext import term_key
 from mnemonic.index.snapshot import (
     META,
-    Generation,
+    Checkpoint,
     discard_snapshot,
     load_snapshot,
-    read_generation,
+    read_checkpoint,
 )
 from mnemonic.llm.embedding.onnx import OnnxEmbedder
 from mnemonic.paths import Paths
@@ -107,11 +111,24 @@ def _recall_index(client: TestClient) -> dict[str, Any]:
     return described
 
 
-def _generation(paths: Paths) -> Generation:
+def _checkpoint(paths: Paths) -> Checkpoint:
     with sqlite3.connect(paths.database) as conn:
-        found = read_generation(conn)
+        found = read_checkpoint(conn)
     assert found is not None
     return found
+
+
+def _logged(paths: Paths) -> int:
+    with sqlite3.connect(paths.database) as conn:
+        (count,) = conn.execute("SELECT count(*) FROM index_log").fetchone()
+    return int(count)
+
+
+def _wait_gone(path: Path, seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not path.exists(), f"{path} is still there"
 
 
 def test_a_clean_stop_saves_the_index_and_the_next_start_loads_it(
@@ -135,48 +152,106 @@ def test_a_clean_stop_saves_the_index_and_the_next_start_loads_it(
     for file in folder.iterdir():
         assert stat.S_IMODE(file.stat().st_mode) == 0o600, file.name
     meta = json.loads((folder / META).read_text())
-    assert meta["generation"] == _generation(paths).value
+    point = _checkpoint(paths)
+    assert (meta["token"], meta["position"]) == (point.token, point.position)
+    assert point.behind == 0 and _logged(paths) == 0  # the log is pruned up to the save
     assert meta["counts"]["memories"] == len(TOPICS)
 
     second = make_client()
     described = _recall_index(second)
     assert described["state"] == "ready"
     assert described["built_from"] == "snapshot"
+    assert described["replayed"] == 0
     assert described["build_seconds"] is not None
-    assert not folder.exists(), "a snapshot must not outlive the start that read it"
+    assert folder.exists(), "a checkpoint stays valid until a newer one replaces it"
     _check(second)
     _same_answers(_answers(second), before)
 
     # the loaded parts take changes like built ones: new, amended, purged memories
     more = _fill(second, ["vacuum on the replica made the dashboard latency spike"])
     second.patch(f"/api/v1/memories/{more[0]}", json={"content": "billing invoice pdf leak"})
+    assert _logged(paths) > 0  # each change is noted for the next start
     purged = second.post("/api/v1/purge", json={"memory_ids": [ids[2]]})
     assert purged.status_code == 200, purged.text
+    _wait_gone(folder)  # the checkpoint held the purged memory's vector and postings
     _check(second)
 
 
-def test_a_write_while_stopped_makes_the_snapshot_stale(
+def test_writes_made_while_no_daemon_runs_are_replayed_onto_the_checkpoint(
     make_client: Callable[..., TestClient], paths: Paths
 ) -> None:
     first = make_client()
     _fill(first, TOPICS[:6])
     _stop(first)
     assert (_folder(paths) / META).is_file()
-    before = _generation(paths)
+    now = "2024-05-01T00:00:00.000000+00:00"
     with sqlite3.connect(paths.database) as conn:  # an offline tool, no daemon running
+        seqs = [r[0] for r in conn.execute("SELECT seq FROM memories ORDER BY seq")]
+        conn.execute("UPDATE memories SET salience = 0.99 WHERE seq = ?", (seqs[0],))
+        conn.execute("UPDATE memories SET content = 'grafana vacuum' WHERE seq = ?", (seqs[1],))
+        conn.execute("DELETE FROM associations")
         conn.execute(
-            "UPDATE memories SET salience = 0.99 WHERE seq = (SELECT min(seq) FROM memories)"
+            "INSERT INTO associations (source_seq, target_seq, relation, strength, created_at,"
+            " updated_at) VALUES (?, ?, 'related', 0.42, ?, ?)",
+            (seqs[2], seqs[3], now, now),
         )
-    assert _generation(paths).value > before.value
+        conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seqs[4],))
+    assert _checkpoint(paths).behind > 0
 
     second = make_client()
-    assert _recall_index(second)["built_from"] == "sqlite"
-    assert not _folder(paths).exists()
-    _check(second)  # the new salience is in the index
+    described = _recall_index(second)
+    assert described["built_from"] == "snapshot"
+    assert described["replayed"] >= 5
+    _check(second)  # the index equals the database: every offline change is in it
     index = second.daemon.index  # type: ignore[attr-defined]
-    first_seq = int(index.columns.seqs()[0])
-    traits = index.columns.traits(first_seq)
+    traits = index.columns.traits(seqs[0])
     assert traits is not None and traits.salience == pytest.approx(0.99)
+    assert index.graph.edge_count == 1
+    assert len(index.vectors) == 5
+
+
+def test_after_kill_9_the_next_start_loads_the_checkpoint_and_replays_the_log(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    """The checkpoint is saved in the background after the first build; writes after it
+    are only in the log when the daemon is killed; the next start replays them."""
+    env = {
+        "MNEMONIC_RECALL__SNAPSHOT_CHECK_S": "0.2",
+        "MNEMONIC_RECALL__SNAPSHOT_QUIET_S": "0",
+    }
+    with running(paths.data_dir.parent, env=env) as proc, proc.client() as http:
+        items = [{"content": t, "project": "alpha"} for t in TOPICS[:8]]
+        answer = http.post(
+            "/api/v1/memories/batch", params={"wait": "true"}, json={"memories": items}
+        )
+        assert answer.status_code in (200, 201), answer.text
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            point = http.get("/api/v1/health").json()["recall_index"]["checkpoint"]
+            if point["saves"] >= 1 and point["last_position"] >= 8:
+                break
+            time.sleep(0.1)
+        assert point["saves"] >= 1, point
+        assert point["last_reason"] in ("built from SQLite", "no checkpoint yet") or (
+            "changes" in point["last_reason"]
+        )
+        saved_at = point["last_position"]
+        items = [{"content": t, "project": "beta"} for t in TOPICS[8:]]
+        answer = http.post(
+            "/api/v1/memories/batch", params={"wait": "true"}, json={"memories": items}
+        )
+        assert answer.status_code in (200, 201), answer.text
+        proc.send(signal.SIGKILL)
+        proc.wait(10)
+    point = _checkpoint(paths)
+    assert point.position == saved_at and point.behind > 0  # the last writes: only logged
+
+    client = make_client()
+    described = _recall_index(client)
+    assert described["built_from"] == "snapshot"
+    assert described["replayed"] > 0
+    _check(client)
+    assert len(client.daemon.index.columns) == len(TOPICS)  # type: ignore[attr-defined]
 
 
 def test_a_truncated_file_is_ignored_and_the_start_builds_from_sqlite(
@@ -192,9 +267,25 @@ def test_a_truncated_file_is_ignored_and_the_start_builds_from_sqlite(
 
     second = make_client()
     assert _recall_index(second)["built_from"] == "sqlite"
-    assert not _folder(paths).exists()
     _check(second)
     _same_answers(_answers(second), before)
+    _stop(second)  # the build is saved again at the stop (small: within the budget)
+    assert (_folder(paths) / META).is_file()
+    assert _checkpoint(paths).behind == 0
+
+
+def test_a_checkpoint_the_database_did_not_record_is_not_used(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    """An older checkpoint, or a database restored from a backup: the tokens differ."""
+    first = make_client()
+    _fill(first, TOPICS[:4])
+    _stop(first)
+    with sqlite3.connect(paths.database) as conn:
+        conn.execute("UPDATE index_checkpoint SET token = 'another' WHERE id = 1")
+    second = make_client()
+    assert _recall_index(second)["built_from"] == "sqlite"
+    _check(second)
 
 
 # ---- a saved folder, loaded directly: every kind of damage is refused ----------------------
@@ -216,7 +307,7 @@ def _load(folder: Path, paths: Paths, model: str, **changes: Any) -> object:
         "model": model,
         "dim": 384,
         "exact_max": 200_000,
-        "generation": _generation(paths),
+        "checkpoint": _checkpoint(paths),
     }
     args.update(changes)
     return load_snapshot(folder, **args)
@@ -306,7 +397,8 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
     "another format": _meta_edit(format=99),
     "another model": _meta_edit(model="other-model"),
     "another dim": _meta_edit(dim=768),
-    "another generation": _meta_edit(generation=-5),
+    "another token": _meta_edit(token="0" * 32),
+    "another log position": _meta_edit(position=-5),
     "another store": _meta_edit(store="0" * 32),
     "a path in a file name": lambda f: _meta_edit(
         parts={
@@ -423,6 +515,12 @@ def test_with_the_setting_off_nothing_is_saved_and_an_old_snapshot_goes(
     assert _recall_index(second)["built_from"] == "sqlite"
     assert not _folder(paths).exists()
     assert not leftover.exists()
+    _fill(second, TOPICS[3:6])
+    assert _logged(paths) > 0
+    daemon = second.daemon  # type: ignore[attr-defined]
+    assert second.portal.call(daemon.checkpoints.tick) is None  # type: ignore[attr-defined]
+    assert _logged(paths) == 0, "with no checkpoints the log must not pile up"
+    assert _checkpoint(paths).token is None
     _stop(second)
     assert not _folder(paths).exists()
 
@@ -439,35 +537,34 @@ def test_discard_removes_the_folder_and_leftovers(tmp_path: Path) -> None:
     discard_snapshot(folder)  # nothing there: no error
 
 
-# ---- migration 0005 ------------------------------------------------------------------------
+# ---- migration 0008 ------------------------------------------------------------------------
 
 
-def test_the_generation_moves_with_every_row_the_index_copies(tmp_path: Path) -> None:
+def test_the_log_notes_every_key_the_index_copies_once(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     migrate(db, StorageConfig())
     conn = sqlite3.connect(db, isolation_level=None)
     now = "2024-05-01T00:00:00.000000+00:00"
 
-    def generation() -> int:
-        found = read_generation(conn)
-        assert found is not None and len(found.store) == 32
-        return found.value
+    def notes() -> list[tuple[int, int, int, str]]:
+        return [tuple(r) for r in conn.execute("SELECT kind, a, b, c FROM index_log ORDER BY id")]
 
-    def moves(sql: str, *args: object) -> None:
-        before = generation()
+    def last_note(sql: str, *args: object) -> tuple[int, int, int, str]:
         conn.execute(sql, args)
-        assert generation() == before + 1, sql
+        return notes()[-1]
 
-    assert generation() == 0
+    point = read_checkpoint(conn)
+    assert point is not None and len(point.store) == 32
+    assert (point.token, point.position, point.head) == (None, 0, 0)
     for seq in (1, 2):
         conn.execute(
             "INSERT INTO raw_memories (id, content, content_hash, source, timestamp, created_at)"
             " VALUES (?, 'x', 'h', 'api', ?, ?)",
             (f"r{seq}", now, now),
         )
-    assert generation() == 0  # raw memories are not in the index
+    assert notes() == []  # raw memories are not in the index
     for seq in (1, 2):
-        moves(
+        assert last_note(
             "INSERT INTO memories (seq, id, raw_id, content, content_hash, summary, type,"
             " source, significance, salience, timestamp, created_at, updated_at)"
             " VALUES (?, ?, ?, 'x', 'h', 's', 'general', 'api', 0.5, 0.5, ?, ?, ?)",
@@ -477,23 +574,40 @@ def test_the_generation_moves_with_every_row_the_index_copies(tmp_path: Path) ->
             now,
             now,
             now,
-        )
-    moves("UPDATE memories SET salience = 0.9 WHERE seq = 1")
-    moves("INSERT INTO memory_vectors VALUES (1, 'model', 2, ?)", b"\0" * 8)
-    moves("UPDATE memory_vectors SET vector = ? WHERE seq = 1", b"\1" * 8)
-    moves(
-        "INSERT INTO associations (source_seq, target_seq, relation, strength, created_at,"
-        " updated_at) VALUES (1, 2, 'similar', 0.5, ?, ?)",
-        now,
-        now,
+        ) == (2, seq, 0, "")
+    assert last_note("UPDATE memories SET salience = 0.9 WHERE seq = 1") == (1, 1, 0, "")
+    conn.execute("UPDATE memories SET content = 'y' WHERE seq = 1")  # its row and its text
+    assert set(notes()[-2:]) == {(1, 1, 0, ""), (2, 1, 0, "")}
+    assert last_note("INSERT INTO memory_vectors VALUES (1, 'model', 2, ?)", b"\0" * 8) == (
+        3,
+        1,
+        0,
+        "",
     )
-    moves("UPDATE associations SET strength = 0.7 WHERE source_seq = 1")
-    moves("DELETE FROM associations WHERE source_seq = 1")
-    moves("DELETE FROM memory_vectors WHERE seq = 1")
-    moves("DELETE FROM memories WHERE seq = 2")
-    before = generation()
+    assert last_note("UPDATE memory_vectors SET vector = ? WHERE seq = 1", b"\1" * 8)[0] == 3
+    edge = (4, 1, 2, "similar")
+    assert (
+        last_note(
+            "INSERT INTO associations (source_seq, target_seq, relation, strength, created_at,"
+            " updated_at) VALUES (1, 2, 'similar', 0.5, ?, ?)",
+            now,
+            now,
+        )
+        == edge
+    )
+    assert last_note("UPDATE associations SET strength = 0.7 WHERE source_seq = 1") == edge
+    assert last_note("DELETE FROM associations WHERE source_seq = 1") == edge
+    assert last_note("DELETE FROM memory_vectors WHERE seq = 1")[0] == 3
+    assert last_note("DELETE FROM memories WHERE seq = 2") == (1, 2, 0, "")
+    # one note per key, the newest: seq 1 row and text, seq 2 text and row, the vector, the edge
+    assert sorted(notes()) == sorted(
+        [(1, 1, 0, ""), (2, 1, 0, ""), (2, 2, 0, ""), (1, 2, 0, ""), (3, 1, 0, ""), edge]
+    )
+    before = notes()
     conn.execute("INSERT INTO system_meta VALUES ('k', 'v', ?)", (now,))
-    assert generation() == before  # other tables do not move it
+    assert notes() == before  # other tables are not noted
+    point = read_checkpoint(conn)
+    assert point is not None and point.head >= len(before) and point.behind == point.head
     conn.close()
 
 

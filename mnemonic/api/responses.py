@@ -209,13 +209,30 @@ class VectorIndexHealth(_Out):
     bytes: Count
 
 
+class CheckpointHealth(_Out):
+    enabled: bool = Field(description="recall.index_snapshot.")
+    saves: Count = Field(description="Checkpoints saved since the daemon started.")
+    last_reason: str | None = Field(description="Why the last one was saved.")
+    last_seconds: float | None = Field(description="How long it took (writes waited).")
+    last_bytes: Count | None
+    last_position: Count | None = Field(description="The change-log position it was taken at.")
+    last_error: str | None = Field(description="Why the last attempt did not save.")
+
+
 class RecallIndexHealth(_Out):
     state: Literal["empty", "building", "ready", "stale"] = Field(
         description="ready = recall runs in memory; otherwise it answers through SQL."
     )
     build_seconds: float | None = Field(description="How long the latest build took.")
     built_from: Literal["sqlite", "snapshot"] | None = Field(
-        description="Where the latest build read the index from (snapshot: the last stop's)."
+        description="Where the latest build read the index from (snapshot: the last"
+        " checkpoint, with the changes logged since replayed onto it)."
+    )
+    replayed: Count = Field(
+        0, description="Logged changes replayed onto the checkpoint at the latest load."
+    )
+    checkpoint: CheckpointHealth | None = Field(
+        None, description="The background checkpoints of the index (index/checkpoints.py)."
     )
     builds: Count
     last_error: str | None

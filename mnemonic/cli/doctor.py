@@ -404,8 +404,9 @@ def check_recall_index(probe: DaemonProbe) -> Check:
     state = index.get("state")
     if state == "ready":
         took = index.get("build_seconds")
-        built = f"built in {took:.1f} s" if isinstance(took, int | float) else "built"
-        return ok("recall index", f"in memory, {built}: {shown}")
+        source = index.get("built_from") or "sqlite"
+        built = f"from {source} in {took:.1f} s" if isinstance(took, int | float) else "built"
+        return ok("recall index", f"in memory, {built}{_checkpoint(index)}: {shown}")
     if state == "building":
         return warn("recall index", f"building; SQL answers meanwhile: {shown}", "wait")
     return warn(
@@ -413,6 +414,18 @@ def check_recall_index(probe: DaemonProbe) -> Check:
         f"{state}: recall answers through SQL ({index.get('last_error') or 'no error'})",
         "restart the daemon if this lasts",
     )
+
+
+def _checkpoint(index: dict[str, Any]) -> str:
+    """The last background checkpoint (index/checkpoints.py), for the detail line."""
+    point = index.get("checkpoint")
+    if not isinstance(point, dict) or not point.get("enabled"):
+        return ", checkpoints off"
+    seconds = point.get("last_seconds")
+    if not isinstance(seconds, int | float):
+        error = point.get("last_error")
+        return f", no checkpoint yet ({error})" if error else ", no checkpoint yet"
+    return f", last checkpoint {seconds:.1f} s ({point.get('last_reason')})"
 
 
 def _size(part: dict[str, Any]) -> str:

@@ -20,6 +20,7 @@ import logging
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -105,19 +106,35 @@ class DeltaReader:
         if not notes:
             return None
         conn.execute("DELETE FROM temp.index_changes")
+        return self.current(conn, notes)
+
+    def since(self, conn: sqlite3.Connection, position: int) -> tuple[IndexDelta, int]:
+        """Current values of every key the durable log (migration 0008) noted after
+        ``position``, and how many keys that was: what a checkpoint saved at ``position``
+        lacks. Run it inside one read transaction, so the notes and the values agree."""
+        notes = conn.execute(
+            "SELECT kind, a, b, nullif(c, '') FROM main.index_log WHERE id > ?", (position,)
+        ).fetchall()
+        return self.current(conn, notes), len(notes)
+
+    def current(self, conn: sqlite3.Connection, notes: Iterable[Sequence[object]]) -> IndexDelta:
+        """The current values of the keys ``notes`` name: (kind, a, b, c) as the
+        triggers write them. Values are read, never taken from the notes, so reading a key
+        twice, or after it changed again, gives the same delta."""
         rows: set[int] = set()
         texts: set[int] = set()
         vectors: set[int] = set()
         edges: set[Edge] = set()
         for kind, a, b, c in notes:
+            seq = int(cast(int, a))
             if kind == EDGE:
-                edges.add((int(a), int(b), str(c)))
+                edges.add((seq, int(cast(int, b)), str(c)))
             elif kind == VECTOR:
-                vectors.add(int(a))
+                vectors.add(seq)
             else:
-                rows.add(int(a))
+                rows.add(seq)
                 if kind == TEXT:
-                    texts.add(int(a))
+                    texts.add(seq)
         delta = IndexDelta()
         self._rows(conn, rows, delta)
         self._texts(conn, texts - set(delta.gone), delta)

@@ -36,7 +36,7 @@ from mnemonic.index.fulltext import FullTextIndex
 from mnemonic.index.fulltext import compact as compact_text
 from mnemonic.index.graph import RELATION_CODES, AssociationGraph, build_csr
 from mnemonic.index.patterns import PatternSet
-from mnemonic.index.snapshot import discard_snapshot, load_snapshot, read_generation
+from mnemonic.index.snapshot import discard_snapshot, load_snapshot, read_checkpoint
 from mnemonic.index.supersessions import Supersessions
 from mnemonic.index.vectors import AdaptiveVectors
 from mnemonic.llm.embedding import Vectors
@@ -54,6 +54,17 @@ def read_supersessions(conn: sqlite3.Connection) -> list[tuple[int, int]]:
         "SELECT source_seq, target_seq FROM associations WHERE relation = 'supersedes'"
     ).fetchall()
     return [(int(a), int(b)) for a, b in rows]
+
+
+def _in_read(
+    conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], tuple[IndexDelta, int]]
+) -> tuple[IndexDelta, int]:
+    """``fn`` inside one read transaction: the log's notes and the values agree."""
+    conn.execute("BEGIN")
+    try:
+        return fn(conn)
+    finally:
+        conn.execute("COMMIT")
 
 
 class _Resync:
@@ -82,9 +93,13 @@ class RecallIndex:
         self.build_seconds: float | None = None
         self.builds = 0
         self.built_from: Literal["sqlite", "snapshot"] | None = None
+        self.replayed = 0  # log keys replayed onto the snapshot at the last load
         self.forgot_since_build = False  # a purge: an HNSW index holds its vectors' bytes
         self.last_error: str | None = None
+        self.last_change = 0.0  # time.monotonic() of the last change applied
         self.on_stale: Callable[[], None] | None = None  # the daemon schedules a rebuild
+        # memories were deleted (a purge): a saved checkpoint must go (index/checkpoints.py)
+        self.on_forgot: Callable[[], None] | None = None
         self._ready = asyncio.Event()
         self._compacting: asyncio.Task[None] | None = None
         self._switching: asyncio.Task[None] | None = None
@@ -150,10 +165,13 @@ class RecallIndex:
             self.on_stale()
 
     def _apply(self, delta: IndexDelta) -> None:
+        self.last_change = time.monotonic()
         if delta.rows:
             self.columns.upsert(delta.rows)
         if delta.gone:
             self.forgot_since_build = True
+            if self.on_forgot is not None:
+                self.on_forgot()
             self.columns.remove(delta.gone)
             for seq in delta.gone:
                 self.fulltext.apply(seq, None)
@@ -245,16 +263,19 @@ class RecallIndex:
         snapshot: Path | None = None,
     ) -> None:
         """Fill the index from one read snapshot (``read`` = ``Database.run_read``), then
-        replay the changes that committed while it was read. With ``snapshot`` (a folder
-        the last clean shutdown saved, ``index/snapshot.py``) the index is loaded from it
-        when the database's generation still matches, else built from SQLite."""
+        replay the changes that committed while it was read. With ``snapshot`` (the folder
+        of the last checkpoint, ``index/snapshot.py``) the index is loaded from it and the
+        changes the log noted since are replayed, when it is the database's checkpoint;
+        else it is built from SQLite."""
         started = time.perf_counter()
         self.state = "building"
         self._ready.clear()
         self._pending = []
         self.forgot_since_build = False
+        replay: IndexDelta | None = None
         try:
-            built = None if snapshot is None else await self._load_snapshot(read, snapshot)
+            loaded = None if snapshot is None else await self._load_snapshot(read, snapshot)
+            built, replay = (None, None) if loaded is None else loaded
             self.built_from = "sqlite" if built is None else "snapshot"
             if built is None:
                 stop = threading.Event()
@@ -284,7 +305,8 @@ class RecallIndex:
         self.supersessions = supersessions
         pending, self._pending = self._pending, None
         self.state = "ready"
-        for delta in pending:
+        # the log's changes since the checkpoint first, then the writes queued meanwhile
+        for delta in ([] if replay is None else [replay]) + pending:
             self.apply(delta)
             if self.state != "ready":
                 break
@@ -293,40 +315,50 @@ class RecallIndex:
         self.builds += 1
         self.build_seconds = time.perf_counter() - started
         log.info(
-            "recall index built from %s in %.2f s: %d memories, %d vectors, %d edges",
+            "recall index built from %s in %.2f s: %d memories, %d vectors, %d edges"
+            " (%d changes replayed)",
             self.built_from,
             self.build_seconds,
             len(self.columns),
             len(self.vectors),
             self.graph.edge_count,
+            self.replayed,
         )
 
     async def _load_snapshot(
         self, read: Callable[[Callable[[sqlite3.Connection], Any]], Awaitable[Any]], folder: Path
-    ) -> Built | None:
-        """The saved index if it is current (the pending queue already runs, so writes
-        after the generation was read are replayed onto it). The folder is deleted after
-        one attempt, used or not: it is only valid until the next write, and it must not
-        outlive a purge made while the daemon runs."""
+    ) -> tuple[Built, IndexDelta] | None:
+        """The saved checkpoint and what changed since (the log's keys, read with their
+        current values in one read transaction), if it is the database's checkpoint;
+        else None, and the folder is deleted (it can never be used). The pending queue
+        already runs, so writes committed after the log was read are replayed after."""
         built: Built | None = None
+        self.replayed = 0
         try:
-            generation = await read(read_generation)
-            if generation is not None:
+            checkpoint = await read(read_checkpoint)
+            if checkpoint is not None and checkpoint.token is not None:
                 built = await asyncio.to_thread(
                     load_snapshot,
                     folder,
                     model=self.model,
                     dim=self.dim,
                     exact_max=self._vector_exact_max,
-                    generation=generation,
+                    checkpoint=checkpoint,
                 )
+            if built is not None:
+                assert checkpoint is not None
+                position = checkpoint.position
+                delta, self.replayed = await read(
+                    lambda conn: _in_read(conn, lambda c: self._reader.since(c, position))
+                )
+                return built, delta
         except Exception:  # never fail the build for the cache's sake
             log.warning("reading the recall index snapshot failed", exc_info=True)
         try:
             await asyncio.to_thread(discard_snapshot, folder)
         except OSError:
             log.warning("could not delete the recall index snapshot %s", folder, exc_info=True)
-        return built
+        return None
 
     # ---- searching (worker threads) ----------------------------------------------------
     def full_text(
@@ -375,6 +407,7 @@ class RecallIndex:
             "state": self.state,
             "build_seconds": None if self.build_seconds is None else round(self.build_seconds, 3),
             "built_from": self.built_from,
+            "replayed": self.replayed,
             "builds": self.builds,
             "last_error": self.last_error,
             "supersessions": len(self.supersessions),

@@ -1,32 +1,37 @@
-"""The recall index saved at a clean shutdown and loaded at the next start.
+"""The recall index saved as a checkpoint, and loaded at the next start with the changes
+made since replayed onto it.
 
 Why: at a million memories building the index from SQLite takes minutes (tokenising every
-text ~1 min, the HNSW graph ~7 min); loading arrays written by the last run takes seconds.
+text ~1 min, the HNSW graph ~20 min); loading arrays saved earlier takes seconds.
 
-When it is used: only when it is provably current. Migration 0005 keeps a counter,
-``index_generation``, that triggers move on every insert, update or delete of
-``memories``, ``memory_vectors`` and ``associations``, whoever writes (the daemon, another
-process, an offline tool). The snapshot records the counter (and the store's random id) it
-was taken at, read on the writer connection with the write lock held, so no write can
-slip between the two; at start the counter is read again and anything else means a build
-from SQLite. The snapshot is also refused when the embedding model, dimension or format
-differ, or when any file fails its checks.
+When it is saved: in the background (``index/checkpoints.py``), after a build from SQLite
+and once enough has changed, and at a stop when that fits the stop's grace period. Every
+change since is noted in the durable log of migration 0008 (``index_log``) by triggers on
+the tables the index copies, whoever writes (the daemon, another process, an offline
+tool). A start loads the checkpoint and replays the keys the log noted after it: their
+current values are read again, so a replay is idempotent. A crash or a stop that had no
+time to save therefore costs a replay, not a build.
 
-It is deleted once a start has read it (used or not): it is only valid until the next
-write, and it holds vectors derived from memory content, which must not outlive a purge
-made while the daemon runs. For the same reason nothing of a purged memory is written:
-removed columns rows, vectors and postings are blanked or folded out first, and an HNSW
-index that has lost memories since it was built is not saved at all (usearch keeps a
-removed vector's bytes in its file).
+When it is used: the checkpoint records the database's random store id, its own random
+token and the log position it was taken at; the database records the token and position
+of the last checkpoint saved (``index_checkpoint``), in the same transaction that prunes
+the log up to it. Anything else (another store, an older checkpoint, a restored backup)
+means a build from SQLite. The snapshot is also refused when the embedding model,
+dimension or format differ, or when any file fails its checks, and it is deleted then.
 
-Format: a folder holding ``meta.json`` (format version, generation, model, dim, counts,
-and per file its dtype, shape, size and SHA-256) and one ``.npy`` file per array, written
-and read with ``allow_pickle=False``; an HNSW vector index as usearch's own file. It is
-written into a temporary folder beside the target, each file synced, then renamed into
-place; files are 0600 and the folder 0700. A load never trusts the files: sizes and
-checksums first (usearch is only handed a file whose checksum matches), then dtypes,
-shapes, ranges, monotone offsets and counts; any doubt returns None (logged at info)
-and never raises.
+Purges: it holds vectors and postings derived from memory content, so a purge deletes it
+(the next checkpoint has nothing of the purged memory), and an HNSW index that has lost
+memories since it was built is not saved at all (usearch keeps a removed vector's bytes
+in its file). Removed columns rows, vectors and postings are blanked or folded out first.
+
+Format: a folder holding ``meta.json`` (format version, store, token, log position, model,
+dim, counts, and per file its dtype, shape, size and SHA-256) and one ``.npy`` file per
+array, written and read with ``allow_pickle=False``; an HNSW vector index as usearch's own
+file. It is written into a temporary folder beside the target, each file synced, then
+renamed into place; files are 0600 and the folder 0700. A load never trusts the files:
+sizes and checksums first (usearch is only handed a file whose checksum matches), then
+dtypes, shapes, ranges, monotone offsets and counts; any doubt returns None (logged at
+info) and never raises.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from threading import Event
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -59,7 +65,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2  # 2: validity by checkpoint token and log position (migration 0008)
 META = "meta.json"
 HNSW_FILE = "vectors.usearch"
 _META_MAX_BYTES = 64 << 20
@@ -108,17 +114,25 @@ class _Bad(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class Generation:
-    """Where the database stands: the change counter and the store's random id."""
+class Checkpoint:
+    """Where the database stands: its random store id, the token and log position of the
+    last checkpoint saved, and the log's newest id (all notes up to it are written)."""
 
-    value: int
     store: str
+    token: str | None
+    position: int
+    head: int
+
+    @property
+    def behind(self) -> int:
+        """Changes (counted with repeats) since the last checkpoint: what a start replays."""
+        return max(0, self.head - self.position)
 
 
 @dataclass(frozen=True, slots=True)
 class SnapshotInfo:
     folder: Path
-    generation: int
+    position: int
     bytes: int
     seconds: float
     memories: int
@@ -126,33 +140,89 @@ class SnapshotInfo:
     edges: int
 
 
-def read_generation(conn: sqlite3.Connection) -> Generation | None:
-    """The database's generation; None before migration 0005 (a read-only old file)."""
+def read_checkpoint(conn: sqlite3.Connection) -> Checkpoint | None:
+    """The database's checkpoint record; None before migration 0008 (a read-only old file)."""
     try:
-        row = conn.execute("SELECT value, store FROM index_generation WHERE id = 1").fetchone()
+        store = conn.execute("SELECT store FROM index_generation WHERE id = 1").fetchone()
+        saved = conn.execute("SELECT token, position FROM index_checkpoint WHERE id = 1").fetchone()
+        head = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'index_log'").fetchone()
     except sqlite3.OperationalError:
         return None
-    return None if row is None else Generation(int(row[0]), str(row[1]))
+    if store is None or saved is None:
+        return None
+    position = int(saved[1])
+    return Checkpoint(
+        store=str(store[0]),
+        token=None if saved[0] is None else str(saved[0]),
+        position=position,
+        head=position if head is None else max(position, int(head[0])),
+    )
+
+
+def record_checkpoint(conn: sqlite3.Connection, token: str | None, position: int) -> None:
+    """Make ``token`` at ``position`` the checkpoint a start may use, and prune the log up
+    to it, in one transaction (``token`` None: no checkpoint, the log is only pruned)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(
+            "UPDATE index_checkpoint SET token = ?, position = ? WHERE id = 1", (token, position)
+        )
+        conn.execute("DELETE FROM index_log WHERE id <= ?", (position,))
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def forget_checkpoints(conn: sqlite3.Connection) -> int:
+    """No checkpoint is valid any more and the log is pruned (the setting is off): the
+    notes would only pile up. Returns how many were pruned."""
+    point = read_checkpoint(conn)
+    if point is None:
+        return 0
+    record_checkpoint(conn, None, point.head)
+    return point.behind
 
 
 # ---- saving ---------------------------------------------------------------------------------
 
 
-def save_current(index: RecallIndex, folder: Path, conn: sqlite3.Connection) -> SnapshotInfo:
-    """Read the generation on ``conn`` and save ``index`` at it. Run it on the writer's
-    thread with the write lock held (``Database.run_maintenance``): no write can commit,
-    so nothing reaches the index between the read and the save."""
-    generation = read_generation(conn)
-    if generation is None:
-        raise NotSaved("the database has no index_generation table")
-    return save_snapshot(index, folder, generation)
+def save_current(
+    index: RecallIndex, folder: Path, conn: sqlite3.Connection, stop: Event | None = None
+) -> SnapshotInfo:
+    """Save ``index`` as the new checkpoint and prune the log behind it. Run it on the
+    writer's thread with the write lock held (``Database.run_maintenance``): no write can
+    commit, so the log position read first is exactly the state the index reflects.
+    ``stop`` set between two files abandons the save (the daemon is stopping)."""
+    point = read_checkpoint(conn)
+    if point is None:
+        raise NotSaved("the database has no index_log table")
+    token = secrets.token_hex(16)
+    info = save_snapshot(
+        index, folder, store=point.store, token=token, position=point.head, stop=stop
+    )
+    record_checkpoint(conn, token, point.head)
+    return info
 
 
-def save_snapshot(index: RecallIndex, folder: Path, generation: Generation) -> SnapshotInfo:
-    """Write ``index`` to ``folder`` as of ``generation`` (replacing any snapshot there).
+def save_snapshot(
+    index: RecallIndex,
+    folder: Path,
+    *,
+    store: str,
+    token: str,
+    position: int,
+    stop: Event | None = None,
+) -> SnapshotInfo:
+    """Write ``index`` to ``folder`` as of log ``position`` (replacing any snapshot there).
 
     The caller guarantees nothing changes the index meanwhile. Overlays and deltas are
     folded in first, so only base arrays are written."""
+
+    def go_on() -> None:
+        if stop is not None and stop.is_set():
+            raise NotSaved("the daemon is stopping")
+
     started = time.perf_counter()
     if not index.ready:
         raise NotSaved(f"the index is {index.state}")
@@ -174,10 +244,13 @@ def save_snapshot(index: RecallIndex, folder: Path, generation: Generation) -> S
         for name, array in columns.items():
             parts[f"columns.{name}"] = _write_array(tmp, f"columns.{name}", array, "columns")
         for name, array in text.items():
+            go_on()
             parts[f"fulltext.{name}"] = _write_array(tmp, f"fulltext.{name}", array, "fulltext")
         for name in _GRAPH_DTYPES:
+            go_on()
             array = getattr(csr, name)
             parts[f"graph.{name}"] = _write_array(tmp, f"graph.{name}", array, "graph")
+        go_on()
         if isinstance(active, ExactVectors):
             matrix, present = active.export()
             parts["vectors.matrix"] = _write_array(tmp, "vectors.matrix", matrix, "vectors")
@@ -195,8 +268,9 @@ def save_snapshot(index: RecallIndex, folder: Path, generation: Generation) -> S
         meta = {
             "format": FORMAT,
             "what": "mnemonic recall index snapshot (mnemonic/index/snapshot.py)",
-            "generation": generation.value,
-            "store": generation.store,
+            "store": store,
+            "token": token,
+            "position": position,
             "model": index.model,
             "dim": index.dim,
             "created_at": time.time(),
@@ -212,6 +286,7 @@ def save_snapshot(index: RecallIndex, folder: Path, generation: Generation) -> S
         }
         _write_private(tmp / META, json.dumps(meta, indent=1).encode("utf-8"))
         _fsync_dir(tmp)
+        go_on()
         _swap(tmp, folder)
     finally:
         if tmp.exists():
@@ -219,7 +294,7 @@ def save_snapshot(index: RecallIndex, folder: Path, generation: Generation) -> S
     size = sum(p.stat().st_size for p in folder.iterdir())
     info = SnapshotInfo(
         folder=folder,
-        generation=generation.value,
+        position=position,
         bytes=size,
         seconds=time.perf_counter() - started,
         memories=len(index.columns),
@@ -227,10 +302,10 @@ def save_snapshot(index: RecallIndex, folder: Path, generation: Generation) -> S
         edges=index.graph.edge_count,
     )
     log.info(
-        "recall index saved in %.2f s (%.1f MB, generation %d)",
+        "recall index checkpoint saved in %.2f s (%.1f MB, log position %d)",
         info.seconds,
         info.bytes / 1e6,
-        info.generation,
+        info.position,
     )
     return info
 
@@ -306,7 +381,7 @@ def discard_snapshot(folder: Path) -> None:
 
 
 def load_snapshot(
-    folder: Path, *, model: str, dim: int, exact_max: int, generation: Generation
+    folder: Path, *, model: str, dim: int, exact_max: int, checkpoint: Checkpoint
 ) -> Built | None:
     """The index saved in ``folder`` if it is current and sound, else None (logged at info
     with the reason). Never raises for a bad or missing file."""
@@ -315,7 +390,7 @@ def load_snapshot(
         log.info("no recall index snapshot: building from the database")
         return None
     try:
-        built = _load(folder, model, dim, exact_max, generation)
+        built = _load(folder, model, dim, exact_max, checkpoint)
     except _Bad as exc:
         log.info("recall index snapshot not used (%s): building from the database", exc)
         return None
@@ -335,13 +410,18 @@ def load_snapshot(
     return built
 
 
-def _load(folder: Path, model: str, dim: int, exact_max: int, generation: Generation) -> Built:
+def _load(folder: Path, model: str, dim: int, exact_max: int, checkpoint: Checkpoint) -> Built:
     meta = _read_meta(folder / META)
     _expect(meta.get("format") == FORMAT, f"format {meta.get('format')!r}, not {FORMAT}")
-    _expect(meta.get("store") == generation.store, "saved from another database")
+    _expect(meta.get("store") == checkpoint.store, "saved from another database")
     _expect(
-        meta.get("generation") == generation.value,
-        f"saved at generation {meta.get('generation')!r}, the database is at {generation.value}",
+        checkpoint.token is not None and meta.get("token") == checkpoint.token,
+        "not the checkpoint the database last recorded",
+    )
+    _expect(
+        meta.get("position") == checkpoint.position,
+        f"saved at log position {meta.get('position')!r}, the database's checkpoint is at"
+        f" {checkpoint.position}",
     )
     _expect(meta.get("model") == model, "another embedding model")
     _expect(meta.get("dim") == dim, "another vector dimension")
