@@ -276,6 +276,7 @@ class Daemon:
         )
         self.recaller = recaller
         self._index_task: asyncio.Task[None] | None = None
+        self._checkpointing: asyncio.Task[Any] | None = None
         self.projects = ProjectResolver(cfg.perception.projects)
         self.service = MemoryService(
             cfg=cfg,
@@ -644,6 +645,12 @@ class Daemon:
         """Build the recall index, then load the patterns recall lifts (their centroids
         are means of the index's vectors, so they wait for it)."""
         await self.index.build(self.db.run_read, snapshot)
+        if self.index.ready and self.index.built_from == "sqlite":
+            # a crash now would cost the whole build again: save a checkpoint at once, in
+            # a task of its own (a stale index must still find this build task done)
+            self._checkpointing = asyncio.create_task(
+                self.checkpoints.save("built from SQLite"), name="mnemonic:index-checkpoint"
+            )
         if self.index.ready:
             await self.pattern_refresher.refresh()
 
@@ -684,9 +691,10 @@ class Daemon:
         await self.agents.cancel_background()  # cycles started on demand or by the reactor
         await self.exclusions.drain()
         await self.bus.close()
-        if self._index_task is not None and not self._index_task.done():
-            self._index_task.cancel()
-            await asyncio.gather(self._index_task, return_exceptions=True)
+        for task in (self._index_task, self._checkpointing):
+            if task is not None and not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         await self.checkpoints.at_stop()
         self.recaller.close()
         await self.completer.aclose()

@@ -136,12 +136,13 @@ class Checkpointer:
         self.saves = 0
         self.skipped_at_stop = False
         self._discarding: asyncio.Task[None] | None = None
+        self._saving = asyncio.Lock()  # one save at a time: a due tick skips a running one
 
     # ---- the periodic job ------------------------------------------------------------------
     async def tick(self) -> SnapshotInfo | None:
         """One check (``recall.snapshot_check_s``): save if due; prune when disabled."""
         index = self._index
-        if not index.ready:
+        if not index.ready or self._saving.locked():
             return None
         point = await self._read(read_checkpoint)
         if point is None:
@@ -169,6 +170,10 @@ class Checkpointer:
     async def save(self, reason: str) -> SnapshotInfo | None:
         """Save now (the write lock is held meanwhile). None when the index is in no state
         to be saved (logged); a failure is logged and never raised."""
+        async with self._saving:
+            return await self._save(reason)
+
+    async def _save(self, reason: str) -> SnapshotInfo | None:
         index = self._index
         if not (self.enabled and index.ready):
             return None
