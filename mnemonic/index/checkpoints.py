@@ -194,8 +194,10 @@ class Checkpointer:
             self.last_error = str(exc)
             return None
         except Exception as exc:
-            log.warning("saving the recall index checkpoint failed", exc_info=True)
-            self.last_error = f"{type(exc).__name__}: {exc}"
+            error = f"{type(exc).__name__}: {exc}"
+            if error != self.last_error:  # a read-only folder fails every tick: say it once
+                log.warning("saving the recall index checkpoint failed", exc_info=True)
+            self.last_error = error
             return None
         self.last, self.last_reason, self.last_error = info, reason, None
         self.saves += 1

@@ -231,13 +231,21 @@ class HnswVectors:
 
     # ---- files -----------------------------------------------------------------------------
 
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | os.PathLike[str], *, exclusive: bool = True) -> None:
         """Write to a temporary file beside ``path``, sync it, then rename over ``path``: a
-        reader never sees half a file, and a crash leaves the old one."""
+        reader never sees half a file, and a crash leaves the old one.
+
+        ``exclusive=False`` is for a caller that guarantees nothing changes the index
+        meanwhile (the checkpoint holds the database's write lock, and changes are only
+        applied after a commit): saving reads the graph only, so searches go on instead of
+        waiting for the whole save (seconds at a million vectors)."""
         target = Path(path)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         try:
-            with self._lock:
+            if exclusive:
+                with self._lock:
+                    self._index.save(str(tmp))
+            else:
                 self._index.save(str(tmp))
             with open(tmp, "rb") as f:
                 os.fsync(f.fileno())

@@ -257,7 +257,9 @@ def save_snapshot(
             parts["vectors.present"] = _write_array(tmp, "vectors.present", present, "vectors")
         else:
             path = tmp / HNSW_FILE
-            active.save(path)  # usearch's own file; HnswVectors.save syncs it
+            # usearch's own file; HnswVectors.save syncs it. Not exclusive: the caller
+            # guarantees no change meanwhile, and queries keep searching during the save
+            active.save(path, exclusive=False)
             restrict(path)
             parts["vectors.hnsw"] = {
                 "file": HNSW_FILE,
