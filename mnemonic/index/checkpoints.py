@@ -190,7 +190,8 @@ class Checkpointer:
             stop.set()  # the writer's thread gives up between two files
             raise
         except NotSaved as exc:
-            log.info("recall index checkpoint not saved: %s", exc)
+            if str(exc) != self.last_error:  # e.g. after a purge on HNSW, until a rebuild
+                log.info("recall index checkpoint not saved: %s", exc)
             self.last_error = str(exc)
             return None
         except Exception as exc:
