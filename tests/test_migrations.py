@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import stat
 from pathlib import Path
 
 from mnemonic.config import StorageConfig
@@ -50,6 +51,7 @@ def test_upgrade_backs_up_and_failed_migration_rolls_back(tmp_path: Path) -> Non
         assert conn.execute("SELECT name FROM sqlite_master WHERE name='half'").fetchone() is None
     backups = list(tmp_path.glob("m.db.v*.bak"))
     assert backups
+    assert stat.S_IMODE(backups[0].stat().st_mode) == 0o600  # a copy of every memory
     with sqlite3.connect(backups[0]) as conn:
         assert conn.execute("SELECT value FROM system_meta WHERE key='k'").fetchone()[0] == "v"
     bad.write_text("CREATE TABLE half (x INTEGER);\n", encoding="utf-8")

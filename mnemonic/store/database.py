@@ -152,6 +152,7 @@ def _backup(conn: sqlite3.Connection, path: Path, version: int) -> None:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     target = path.with_name(f"{path.name}.v{version}.{stamp}.bak")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    create_private(target)  # a copy of every memory: the owner's alone, like the database
     with sqlite3.connect(target) as dest:
         conn.backup(dest)
     dest.close()
