@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sqlite3
 import stat
 from pathlib import Path
 
 from mnemonic.config import StorageConfig
-from mnemonic.store.database import list_migrations, migrate, migrations_dir
+from mnemonic.store.database import Database, list_migrations, migrate, migrations_dir
 
 
 def test_fresh_database_gets_every_migration(tmp_path: Path) -> None:
@@ -56,3 +57,25 @@ def test_upgrade_backs_up_and_failed_migration_rolls_back(tmp_path: Path) -> Non
         assert conn.execute("SELECT value FROM system_meta WHERE key='k'").fetchone()[0] == "v"
     bad.write_text("CREATE TABLE half (x INTEGER);\n", encoding="utf-8")
     assert migrate(db, StorageConfig(), folder) == base + 1
+
+
+def test_opening_the_store_makes_an_older_builds_readable_backups_private(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "m.db"
+    migrate(db, StorageConfig())
+    old = tmp_path / "m.db.v3.20260101T000000Z.bak"
+    old.write_bytes(b"a copy of every memory")
+    old.chmod(0o644)
+    other = tmp_path / "notes.bak"
+    other.write_bytes(b"not ours")
+    other.chmod(0o644)
+
+    async def open_and_close() -> None:
+        database = Database(db, StorageConfig())
+        await database.open()
+        await database.close()
+
+    asyncio.run(open_and_close())
+    assert stat.S_IMODE(old.stat().st_mode) == 0o600
+    assert stat.S_IMODE(other.stat().st_mode) == 0o644  # only the store's own backups

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import glob
 import logging
 import re
 import sqlite3
@@ -100,6 +101,9 @@ def _private_files(path: Path) -> None:
     with contextlib.suppress(OSError):
         create_private(path)
     restrict(path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"))
+    # backups an older build left readable by anyone before a migration (``_backup``)
+    with contextlib.suppress(OSError):
+        restrict(*path.parent.glob(f"{glob.escape(path.name)}.v*.bak"))
 
 
 def configure(conn: sqlite3.Connection, cfg: StorageConfig, *, read_only: bool) -> None:
