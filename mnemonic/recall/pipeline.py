@@ -121,6 +121,20 @@ class Recaller:
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
+    def _diversified(
+        self, ranked: list[tuple[int, float]], limit: int, texts: dict[int, str] | None
+    ) -> list[int]:
+        """MMR over the pool with its vectors (``mmr.py``); runs off the event loop."""
+        vectors = self._index.vectors_for([seq for seq, _ in ranked])
+        return mmr_order(
+            ranked,
+            vectors,
+            limit,
+            self._cfg.mmr_lambda,
+            texts=texts,
+            duplicates=self._duplicates,
+        )
+
     def _off_loop(self, fn: Callable[..., T], *args: object) -> asyncio.Future[T]:
         """``fn(*args)`` on the recaller's threads, started now (a coroutine would only
         start when awaited, and the full text would no longer overlap the embedding)."""
@@ -190,13 +204,13 @@ class Recaller:
             for r in passing
             if r.seq in memories
         ]
-        order = mmr_order(
+        # on the recaller's threads: an HNSW index serves vectors under the lock its
+        # searches hold, and a busy 1M index kept the event loop waiting 0.3-0.7 s for it
+        order = await self._off_loop(
+            self._diversified,
             [(s.memory.seq, s.strength) for s in pool],
-            self._index.vectors_for([s.memory.seq for s in pool]),
             limit,
-            cfg.mmr_lambda,
-            texts={s.memory.seq: s.memory.content for s in pool} if drop_copies else None,
-            duplicates=self._duplicates,
+            {s.memory.seq: s.memory.content for s in pool} if drop_copies else None,
         )
         by_seq = {s.memory.seq: s for s in pool}
         results = [by_seq[seq] for seq in order]
