@@ -189,16 +189,27 @@ class DeltaReader:
         ordered = sorted(edges)
         for start in range(0, len(ordered), _CHUNK // 3):
             chunk = ordered[start : start + _CHUNK // 3]
-            values = ",".join("(?, ?, ?)" for _ in chunk)
             params = [v for edge in chunk for v in edge]
-            for source, target, relation, strength in conn.execute(
-                "SELECT source_seq, target_seq, relation, strength FROM main.associations"
-                f" WHERE (source_seq, target_seq, relation) IN (VALUES {values})",
-                params,
-            ):
+            for source, target, relation, strength in conn.execute(edges_sql(len(chunk)), params):
                 found[(int(source), int(target), str(relation))] = float(strength)
         delta.edges = [(s, t, r, w) for (s, t, r), w in found.items()]
         delta.edges_gone = [edge for edge in ordered if edge not in found]
+
+
+def edges_sql(count: int) -> str:
+    """The current rows of ``count`` (source, target, relation) keys, one index seek each.
+
+    Not ``(source_seq, target_seq, relation) IN (VALUES ...)``: SQLite 3.40 answers that
+    with a scan of the whole table, which at a million memories (6M edges) took 0.9 s in
+    every write transaction that touched an edge, and 8 s to replay 1,512 logged edges.
+    The CROSS JOIN makes the key list the outer loop, so each key is one seek."""
+    values = ",".join("(?, ?, ?)" for _ in range(count))
+    return (
+        f"WITH wanted (s, t, r) AS (VALUES {values})"
+        " SELECT a.source_seq, a.target_seq, a.relation, a.strength"
+        " FROM wanted CROSS JOIN main.associations AS a"
+        " ON a.source_seq = wanted.s AND a.target_seq = wanted.t AND a.relation = wanted.r"
+    )
 
 
 def _chunks(seqs: Sequence[int]) -> Iterable[list[int]]:
