@@ -4,6 +4,7 @@ fake clock: schedules, one cycle at a time, failures recorded, history across re
 from __future__ import annotations
 
 import asyncio
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -263,6 +264,35 @@ def test_the_run_log_keeps_the_newest_500_of_each_agent_however_they_interleave(
             return {str(a): int(n) for a, n in rows}
 
         assert await db.run_read(counts) == {"a": 500, "b": 500, "c": 500}
+        await db.close()
+
+    asyncio.run(main())
+
+
+def test_a_run_waiting_for_its_log_row_already_shows_as_under_way(tmp_path: Path) -> None:
+    """The run's row is a write: while it waits behind another writer (a recall index
+    checkpoint holds the lock for seconds at scale), /agents must already say which run
+    is under way, not "running" with no run."""
+
+    async def main() -> None:
+        db = await _db(tmp_path / "m.db")
+        clock = FakeClock()
+        scheduled = ScheduledAgent(
+            CountingAgent(), Schedule(interval_s=60), SQLiteRunLog(db), clock, Wall(clock)
+        )
+        release = threading.Event()
+        holding = asyncio.create_task(db.run_maintenance(lambda _conn: release.wait(10)))
+        await asyncio.sleep(0.05)  # the writer is busy: the run's row must wait
+        run = asyncio.create_task(scheduled.run_now("manual"))
+        await asyncio.sleep(0.05)
+        shown = scheduled.describe()
+        assert shown["running"] is True
+        assert shown["current_run"] is not None and shown["current_run"]["trigger"] == "manual"
+        release.set()
+        record = await run
+        await holding
+        assert record.ok and record.id > 0
+        assert scheduled.describe()["current_run"] is None
         await db.close()
 
     asyncio.run(main())

@@ -176,7 +176,14 @@ class ScheduledAgent:
             raise AlreadyRunning(self.name, self._current.id if self._current else None)
         async with self._lock:
             started = self._wall()
-            run_id = await self._runs.begin(self.name, trigger, started)
+            # under way from here: /agents shows the run while its row is written (the
+            # write may wait behind others, e.g. a recall index checkpoint)
+            self._current = RunRecord(0, self.name, trigger, started)
+            try:
+                run_id = await self._runs.begin(self.name, trigger, started)
+            except BaseException:
+                self._current = None
+                raise
             self._current = RunRecord(run_id, self.name, trigger, started)
             summary: dict[str, Any] = {}
             error: str | None = None
