@@ -678,6 +678,13 @@ class DreamingConfig(_Section):
         description="Ask the LLM (when available) to word an insight; kept only when "
         "grounded in its sources, else the heuristic text is written.",
     )
+    process_min_memories: int = Field(
+        10_000,
+        ge=0,
+        description="With this many live memories or more a cycle's reads and term work run "
+        "in a separate process (in the daemon they would hold the GIL against requests); "
+        "fewer run in a thread.",
+    )
 
 
 class EnrichmentConfig(_Section):

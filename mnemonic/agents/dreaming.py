@@ -16,8 +16,14 @@ closes, or on demand; the scheduler runs one at a time).
    worded by the LLM when one is available and the sentence is grounded, else by a
    template. The same pair never gives a second insight.
 
-Every write step is one transaction (``store.dreaming``); the index and the vector work
-run in worker threads. Counts go to the summary, to ``DreamCompleted`` and to ``health``.
+The read side of a cycle (steps 1-4 up to their writes) is one call,
+``cognition.dreaming_plan.plan_cycle``: from ``dreaming.process_min_memories`` live
+memories on it runs in a worker process with a read-only connection of its own, so its
+seconds of Python never hold the daemon's GIL against requests (that module's docstring
+has the profile and why the term cache stays here); below, on a pooled reader's thread.
+The summary's ``planned_in_process`` says which. Every write step is one transaction
+(``store.dreaming``), written here after the plan; the vector work runs in worker threads.
+Counts go to the summary, to ``DreamCompleted`` and to ``health``.
 """
 
 from __future__ import annotations
@@ -26,32 +32,24 @@ import asyncio
 import dataclasses
 import logging
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from typing import Any
 
-import numpy as np
+import anyio.to_process
 
 from mnemonic.cognition.dreaming import (
-    FIXED_RELATIONS,
     EpisodeNote,
     LinkParams,
-    Recurrence,
     TermCache,
-    TermIndex,
     accept_insight,
-    choose_links,
-    coretrieved,
-    cross_candidates,
-    evidence_strength,
     insight_request,
     insight_text,
-    neighbourhood_pairs,
-    pick_replay,
-    recurrences,
-    strengthen,
 )
+from mnemonic.cognition.dreaming_plan import CyclePlan, Found, PlanParams
 from mnemonic.config import DreamingConfig
 from mnemonic.encoding.heuristic import encode
 from mnemonic.encoding.text import content_hash
@@ -61,19 +59,17 @@ from mnemonic.store.dreaming import (
     CURSOR_META,
     QUERY_META,
     STARTED_META,
-    TERM_PAGE,
     InsightPlan,
-    Link,
     SQLiteDreaming,
-    TermRow,
 )
-from mnemonic.store.models import MemoryType, NewRaw, Relation, Source
+from mnemonic.store.dreaming_reads import load_plan, plan_on, plan_to_file
+from mnemonic.store.models import MemoryType, NewRaw, Source
 
 log = logging.getLogger(__name__)
 
-RELATED = Relation.RELATED.value
 LLM_SOURCE_CHARS = 600  # characters of each source shown to the LLM
 LLM_SOURCES = 8
+PLAN_FILE = ".dreaming-plan-"  # a worker's plan, beside the database until it is read
 
 COUNT_KEYS = (
     "replayed",
@@ -106,6 +102,7 @@ class DreamingAgent:
         redact: Callable[[str], str],
         summary_max_chars: int = 200,
         max_concepts: int = 8,
+        busy_timeout_ms: int = 5000,
     ) -> None:
         self._store = store
         self._publish = publish
@@ -115,10 +112,8 @@ class DreamingAgent:
         self._redact = redact
         self._summary_max_chars = summary_max_chars
         self._max_concepts = max_concepts
-        self._links = LinkParams(
-            cfg.max_df_share, cfg.max_term_df, cfg.min_shared_idf, cfg.max_link_strength,
-            cfg.max_related_per_memory, cfg.max_links_per_cycle,
-        )  # fmt: skip
+        self._busy_timeout_ms = busy_timeout_ms
+        self._params = plan_params(cfg)
         self._last_started: float | None = None
         self._terms = TermCache(cfg.max_terms_per_memory)
         self.cycles = 0
@@ -135,31 +130,28 @@ class DreamingAgent:
             return {"trigger": trigger, "skipped": "cooldown", **dict.fromkeys(COUNT_KEYS, 0)}
         self._last_started = now.timestamp()
         counts: Counter[str] = Counter()
-        meta: dict[str, str] = {STARTED_META: str(now.timestamp())}
-        phases: dict[str, float] = {}
         tick = time.monotonic()
-
-        def lap(name: str) -> None:
-            nonlocal tick
-            phases[name] = round((time.monotonic() - tick) * 1000, 1)
-            tick = time.monotonic()
-
-        seeds = await self._replay(meta, counts)
-        lap("replay")
-        new_links = await self._coactivation(seeds, now, meta, counts)
+        plan, in_process = await self._planned()
+        self._terms = plan.terms  # refreshed: the next cycle parses only what changes
+        counts.update(plan.counts)
+        phases: dict[str, float] = {**plan.phases_ms, "plan": _ms(tick)}
+        tick = time.monotonic()
+        counts["links_strengthened"] = await self._store.raise_strengths(plan.strengthened, now)
+        meta = {STARTED_META: str(now.timestamp()), CURSOR_META: str(plan.cursor)}
+        if plan.query_rowid is not None:
+            meta[QUERY_META] = str(plan.query_rowid)
         await self._store.set_meta(meta, now)
-        lap("coactivation")
-        index = await self._index(counts)
-        seed_rows = _rows_of(index, seeds)
-        lap("index")
-        await self._cross_links(index, seed_rows, new_links, now, counts)
-        lap("links")
-        await self._insights(index, seed_rows, now, counts)
-        lap("insights")
+        counts["links_added"], counts["links_raised"] = await self._store.add_links(plan.links, now)
+        counts["coretrieval_links"] = plan.coretrieval_links
+        phases["write_links"] = _ms(tick)
+        tick = time.monotonic()
+        await self._insights(plan.insights, now, counts)
+        phases["write_insights"] = _ms(tick)
         summary: dict[str, Any] = {
             "trigger": trigger,
             **{k: int(counts.get(k, 0)) for k in COUNT_KEYS},
-            "took_ms": round((time.monotonic() - t0) * 1000, 1),
+            "planned_in_process": in_process,
+            "took_ms": _ms(t0),
             "phases_ms": phases,  # where a cycle's time goes (found from the summary)
         }
         self._publish(
@@ -177,6 +169,36 @@ class DreamingAgent:
         self.last = summary
         return summary
 
+    async def _planned(self) -> tuple[CyclePlan, bool]:
+        """The cycle's read side (``plan_cycle``) and whether it ran in a worker process.
+
+        From ``process_min_memories`` live memories on, a worker process reads the store
+        through a connection of its own and does the Python work there (anyio's pool;
+        the worker is killed if the cycle is cancelled, e.g. by the daemon stopping), so
+        the daemon's GIL stays with its requests. The term cache goes there and back as
+        numpy arrays. Fewer memories: a pooled reader's thread, yielding the GIL between
+        slices of the term index."""
+        cursor = int(await self._store.get_meta(CURSOR_META) or 0)
+        after = int(await self._store.get_meta(QUERY_META) or 0)
+        if await self._store.live_count() >= self._cfg.process_min_memories:
+            # the plan comes back through a private file, not the worker's pipe
+            # (``store.dreaming_reads.plan_to_file`` says why)
+            for stale in self._store.path.parent.glob(f"{PLAN_FILE}*"):
+                stale.unlink(missing_ok=True)  # a daemon killed mid-cycle left it
+            out = self._store.path.with_name(f"{PLAN_FILE}{uuid.uuid4().hex}.pickle")
+            work = partial(
+                plan_to_file, str(self._store.path), self._busy_timeout_ms, self._params,
+                self._terms, cursor, after, str(out),
+            )  # fmt: skip
+            try:
+                await anyio.to_process.run_sync(work, cancellable=True)
+                return await asyncio.to_thread(load_plan, out), True
+            finally:
+                out.unlink(missing_ok=True)
+        return await self._store.db.run_read(
+            partial(plan_on, self._params, self._terms, cursor, after, pause=_yield_gil)
+        ), False
+
     async def _cooling(self, at: float) -> bool:
         last = self._last_started
         if last is None:
@@ -184,219 +206,11 @@ class DreamingAgent:
             last = float(stored) if stored else None
         return last is not None and 0 <= at - last < self._cfg.min_interval_s
 
-    # ---- 1. replay ------------------------------------------------------------------------
-    async def _replay(self, meta: dict[str, str], counts: Counter[str]) -> list[int]:
-        batch = self._cfg.replay_batch
-        if batch <= 0:
-            return []
-        cursor = int(await self._store.get_meta(CURSOR_META) or 0)
-        window = await self._store.replay_window(cursor, batch * self._cfg.replay_window)
-        if not window and cursor > 0:  # wrapped around
-            window = await self._store.replay_window(0, batch * self._cfg.replay_window)
-        if not window:
-            return []
-        seqs = np.fromiter((s for s, _ in window), dtype=np.int64, count=len(window))
-        sal = np.fromiter((v for _, v in window), dtype=np.float64, count=len(window))
-        chosen = pick_replay(seqs, sal, batch)
-        full = len(window) == batch * self._cfg.replay_window
-        meta[CURSOR_META] = str(int(seqs[-1]) if full else 0)
-        counts["replayed"] = len(chosen)
-        return [int(s) for s in chosen]
-
-    # ---- 2. co-activation -----------------------------------------------------------------
-    async def _coactivation(
-        self, seeds: list[int], now: datetime, meta: dict[str, str], counts: Counter[str]
-    ) -> list[Link]:
-        """Strengthen co-activated links; return the co-retrieval links to add."""
-        steps: Counter[tuple[int, int]] = Counter()
-        known: dict[tuple[int, int], list[Link]] = {}
-        if seeds and self._cfg.max_neighbours > 0:
-            strong = await self._store.links_touching(seeds, self._cfg.neighbour_min_strength)
-            near = _neighbours(seeds, strong, self._cfg.max_neighbours)
-            around = sorted({n for ns in near.values() for n in ns})
-            links = await self._store.links_touching(around)
-
-            def pairs_around() -> Counter[tuple[int, int]]:
-                # tens of thousands of links at 100k: off the loop (it served /query in
-                # 200 ms spikes while this ran on it)
-                for link in links:
-                    known.setdefault((link.a, link.b), []).append(link)
-                return neighbourhood_pairs(near, known)
-
-            steps.update(await asyncio.to_thread(pairs_around))
-        after = int(await self._store.get_meta(QUERY_META) or 0)
-        fresh = await self._store.queries(after, self._cfg.queries_per_cycle)
-        counts["queries_read"] = len(fresh)
-        if fresh:
-            meta[QUERY_META] = str(fresh[-1].rowid)
-            recalled = await self._recall_pairs(fresh)
-            pairs = await asyncio.to_thread(lambda: sorted(set(recalled) - set(known)))
-            for link in await self._store.links_of_pairs(pairs):
-                known.setdefault((link.a, link.b), []).append(link)
-            steps.update(recalled)
-        updates = await asyncio.to_thread(self._updates, steps, known)
-        counts["links_strengthened"] = await self._store.raise_strengths(updates, now)
-        return await self._coretrieval_links(known)
-
-    async def _recall_pairs(self, rows: list[Any]) -> Counter[tuple[int, int]]:
-        ids = {i for r in rows for i in (*r.results, *r.helpful, *r.irrelevant)}
-        seq = await self._store.live_seqs(sorted(ids))
-
-        def count() -> Counter[tuple[int, int]]:  # every pair of up to ~1,000 recalls
-            return coretrieved(
-                ([seq[i] for i in r.results if i in seq] for r in rows),
-                ([seq[i] for i in r.helpful if i in seq] for r in rows),
-                [seq[i] for r in rows for i in r.irrelevant if i in seq],
-                top=self._cfg.coretrieval_top,
-                helpful_weight=self._cfg.helpful_weight,
-            )
-
-        return await asyncio.to_thread(count)
-
-    def _updates(
-        self, steps: Counter[tuple[int, int]], known: dict[tuple[int, int], list[Link]]
-    ) -> list[Link]:
-        found = [
-            (link, n)
-            for pair, n in steps.items()
-            for link in known.get(pair, [])
-            if link.relation not in FIXED_RELATIONS and link.strength < self._cfg.strength_ceiling
-        ]
-        found.sort(key=lambda x: (-x[1], x[0].a, x[0].b, x[0].relation))
-        found = found[: self._cfg.max_strengthened_per_cycle]
+    # ---- insights -------------------------------------------------------------------------
+    async def _insights(self, found: list[Found], now: datetime, counts: Counter[str]) -> None:
         if not found:
-            return []
-        grown = strengthen(
-            np.array([link.strength for link, _ in found]),
-            np.array([n for _, n in found]),
-            self._cfg.eta,
-            self._cfg.strength_ceiling,
-        )
-        return [
-            Link(link.a, link.b, link.relation, float(s))
-            for (link, _), s in zip(found, grown, strict=True)
-            if s > link.strength
-        ]
-
-    async def _coretrieval_links(self, known: dict[tuple[int, int], list[Link]]) -> list[Link]:
-        """Unlinked pairs recalled together often enough in the recent recalls."""
-        if self._cfg.coretrieval_lookback <= 0:
-            return []
-        recent = await self._store.queries(0, self._cfg.coretrieval_lookback, newest=True)
-        if not recent:
-            return []
-        together = await self._recall_pairs(recent)
-        least = self._cfg.coretrieval_min_count
-        often = await asyncio.to_thread(lambda: [p for p, n in together.items() if n >= least])
-        linked = {(link.a, link.b) for link in await self._store.links_of_pairs(often)}
-        linked |= set(known)
-        strength = self._cfg.coretrieval_link_strength
-        return [Link(a, b, RELATED, strength) for a, b in sorted(often) if (a, b) not in linked]
-
-    # ---- 3. cross-episode links -----------------------------------------------------------
-    async def _index(self, counts: Counter[str]) -> TermIndex:
-        rows: list[TermRow] = []
-        after = 0
-        while True:
-            page = await self._store.term_rows(after, TERM_PAGE)
-            rows += page
-            if len(page) < TERM_PAGE:
-                break
-            after = page[-1].seq
-        counts["memories_indexed"] = len(rows)
-        # the cache parses only memories new or changed since the last cycle, in a worker
-        # thread that yields the GIL every few thousand rows (the event loop keeps serving)
-        index = await asyncio.to_thread(
-            self._terms.index,
-            [r.seq for r in rows],
-            [r.key for r in rows],
-            lambda i: rows[i].terms,
-            [r.episode for r in rows],
-            pause=_yield_gil,
-        )
-        counts["memories_parsed"] = self._terms.parsed
-        return index
-
-    async def _cross_links(
-        self,
-        index: TermIndex,
-        seed_rows: np.ndarray[Any, np.dtype[np.int64]],
-        extra: list[Link],
-        now: datetime,
-        counts: Counter[str],
-    ) -> None:
-        # every step over the candidates runs in a worker thread: at 100k memories building
-        # the pairs and their lookups held the event loop for ~0.3 s (a measured stall)
-        a, b, evidence = await asyncio.to_thread(cross_candidates, index, seed_rows, self._links)
-        max_strength = self._cfg.max_link_strength
-
-        def pairs_of() -> tuple[list[tuple[int, int]], Any]:
-            pairs = [(int(index.seq[i]), int(index.seq[j])) for i, j in zip(a, b, strict=True)]
-            return pairs, evidence_strength(evidence, max_strength)
-
-        pairs, strengths = await asyncio.to_thread(pairs_of)
-        existing = await self._store.links_touching(sorted({s for p in pairs for s in p}))
-
-        def split() -> tuple[list[Link], list[Link], list[tuple[tuple[int, int], float, float]]]:
-            by_pair: dict[tuple[int, int], set[str]] = {}
-            for link in existing:
-                by_pair.setdefault((link.a, link.b), set()).add(link.relation)
-            # a pair linked by another relation is connected already; a related one is raised
-            raised = [
-                Link(x, y, RELATED, float(s))
-                for (x, y), s in zip(pairs, strengths, strict=True)
-                if RELATED in by_pair.get((x, y), set())
-            ]
-            kept = [k for k in extra if (k.a, k.b) not in by_pair]
-            taken = {(k.a, k.b) for k in kept}
-            fresh = [
-                (p, float(s), float(e))
-                for p, s, e in zip(pairs, strengths, evidence, strict=True)
-                if p not in by_pair and p not in taken
-            ]
-            # co-retrieval links first (behaviour beats word overlap), then by evidence
-            cand = [((k.a, k.b), k.strength, float("inf")) for k in kept] + fresh
-            return raised, kept, cand
-
-        raise_, extra, cand = await asyncio.to_thread(split)
-        have = await self._store.related_counts(sorted({s for p, _, _ in cand for s in p}))
-        chosen = await asyncio.to_thread(
-            choose_links,
-            [p[0] for p, _, _ in cand],
-            [p[1] for p, _, _ in cand],
-            [e for _, _, e in cand],
-            have,
-            self._cfg.max_related_per_memory,
-            self._cfg.max_links_per_cycle,
-        )
-        links = [Link(cand[i][0][0], cand[i][0][1], RELATED, cand[i][1]) for i in chosen]
-        added, raised = await self._store.add_links(links + raise_, now)
-        counts["links_added"] = added
-        counts["links_raised"] = raised
-        counts["coretrieval_links"] = sum(1 for i in chosen if i < len(extra))
-
-    # ---- 4. insights ----------------------------------------------------------------------
-    async def _insights(
-        self,
-        index: TermIndex,
-        seed_rows: np.ndarray[Any, np.dtype[np.int64]],
-        now: datetime,
-        counts: Counter[str],
-    ) -> None:
-        if self._cfg.max_insights_per_cycle <= 0 or len(seed_rows) == 0:
             return
-        known = await self._store.insight_keys()
-        found = await asyncio.to_thread(
-            recurrences,
-            index,
-            seed_rows,
-            min_episodes=self._cfg.min_episodes,
-            max_df_share=self._cfg.max_df_share,
-            known=known,
-        )
-        plans: list[InsightPlan] = []
-        for rec in found[: self._cfg.max_insights_per_cycle]:
-            plans.append(await self._plan(rec, index, now, counts))
+        plans = [await self._plan(f, now, counts) for f in found]
         written = await self._store.write_insights(plans)
         counts["insights"] = len(written)
         for w in written:
@@ -410,11 +224,9 @@ class DreamingAgent:
                 )
             )
 
-    async def _plan(
-        self, rec: Recurrence, index: TermIndex, now: datetime, counts: Counter[str]
-    ) -> InsightPlan:
-        seqs = [int(index.seq[d]) for d in rec.docs]
-        details = await self._store.source_details(seqs)
+    async def _plan(self, found: Found, now: datetime, counts: Counter[str]) -> InsightPlan:
+        rec = found.recurrence
+        details = await self._store.source_details(found.seqs)
         ranked = sorted(details, key=lambda s: (-details[s][2], s))
         sources = tuple(sorted(ranked[: self._cfg.insight_max_sources]))
         notes: dict[str, EpisodeNote] = {}
@@ -483,30 +295,31 @@ def _yield_gil() -> None:
     time.sleep(0)
 
 
-def _neighbours(seeds: list[int], strong: list[Link], keep: int) -> dict[int, list[int]]:
-    """Each replayed memory's strongest neighbours over co-activating links. The dreamer's
-    own ``related`` links do not make a neighbourhood: a clique of them would otherwise
-    strengthen itself every cycle up to the ceiling with no new evidence."""
-    mine = set(seeds)
-    found: dict[int, list[tuple[float, int]]] = {s: [] for s in seeds}
-    for link in strong:
-        if link.relation in FIXED_RELATIONS or link.relation == RELATED:
-            continue
-        if link.a in mine:
-            found[link.a].append((link.strength, link.b))
-        if link.b in mine:
-            found[link.b].append((link.strength, link.a))
-    return {
-        s: [n for _, n in sorted(v, key=lambda x: (-x[0], x[1]))[:keep]] for s, v in found.items()
-    }
+def _ms(since: float) -> float:
+    return round((time.monotonic() - since) * 1000, 1)
 
 
-def _rows_of(index: TermIndex, seqs: list[int]) -> np.ndarray[Any, np.dtype[np.int64]]:
-    """Index rows of the replayed memories that the term index holds."""
-    if index.n == 0:
-        return np.zeros(0, dtype=np.int64)
-    wanted = np.asarray(sorted(seqs), dtype=np.int64)
-    pos = np.searchsorted(index.seq, wanted)
-    ok = (pos < index.n) & (index.seq[np.minimum(pos, index.n - 1)] == wanted)
-    out: np.ndarray[Any, np.dtype[np.int64]] = pos[ok].astype(np.int64)
-    return out
+def plan_params(cfg: DreamingConfig) -> PlanParams:
+    """The settings the read side needs, as plain values (they go to a worker process)."""
+    links = LinkParams(
+        cfg.max_df_share, cfg.max_term_df, cfg.min_shared_idf, cfg.max_link_strength,
+        cfg.max_related_per_memory, cfg.max_links_per_cycle,
+    )  # fmt: skip
+    return PlanParams(
+        replay_batch=cfg.replay_batch,
+        replay_window=cfg.replay_window,
+        neighbour_min_strength=cfg.neighbour_min_strength,
+        max_neighbours=cfg.max_neighbours,
+        eta=cfg.eta,
+        strength_ceiling=cfg.strength_ceiling,
+        max_strengthened_per_cycle=cfg.max_strengthened_per_cycle,
+        queries_per_cycle=cfg.queries_per_cycle,
+        coretrieval_top=cfg.coretrieval_top,
+        helpful_weight=cfg.helpful_weight,
+        coretrieval_min_count=cfg.coretrieval_min_count,
+        coretrieval_lookback=cfg.coretrieval_lookback,
+        coretrieval_link_strength=cfg.coretrieval_link_strength,
+        links=links,
+        min_episodes=cfg.min_episodes,
+        max_insights_per_cycle=cfg.max_insights_per_cycle,
+    )

@@ -20,6 +20,7 @@ where it runs over the whole store, so a cycle at 100k memories takes seconds:
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -169,14 +170,24 @@ def _assemble(
     words: Sequence[str],
     episodes: Sequence[str | None],
 ) -> TermIndex:
-    """The index from each memory's term codes (``words[code]`` is the term). Codes are
-    renumbered by first appearance in seq order and unused words dropped, so the result is
-    the same whatever order the codes were handed out in (``build_index`` and
-    ``TermCache`` agree exactly; an insight names its two terms in the same order)."""
+    """The index from each memory's term codes (``words[code]`` is the term)."""
     n = len(codes)
     lengths = np.fromiter((len(c) for c in codes), dtype=np.int64, count=n)
     dptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     flat = np.fromiter(chain.from_iterable(codes), dtype=np.int64, count=int(dptr[-1]))
+    return _assemble_flat(np.asarray(seqs, dtype=np.int64), dptr, flat, words, episodes)
+
+
+def _assemble_flat(
+    seqs: Ints, dptr: Ints, flat: Ints, words: Sequence[str], episodes: Sequence[str | None]
+) -> TermIndex:
+    """The index from the memories' term codes as one CSR (``flat[dptr[i]:dptr[i + 1]]``
+    are memory ``i``'s codes). Codes are renumbered by first appearance in seq order and
+    unused words dropped, so the result is the same whatever order the codes were handed
+    out in (``build_index`` and ``TermCache`` agree exactly; an insight names its two terms
+    in the same order)."""
+    n = len(seqs)
+    lengths = np.diff(dptr)
     used, first = np.unique(flat, return_index=True)
     order_used = used[np.argsort(first, kind="stable")]  # by first appearance
     renumber = np.zeros(len(words) + 1, dtype=np.int64)
@@ -197,7 +208,7 @@ def _assemble(
         count=n,
     )
     return TermIndex(
-        np.asarray(seqs, dtype=np.int64),
+        seqs,
         ep,
         tuple(words[int(c)] for c in order_used),
         dptr,
@@ -226,29 +237,40 @@ class TermCache:
 
     Rebuilding the index from every memory's stored terms took ~3 s of Python at 100k
     memories each cycle, holding the GIL against the daemon's event loop (/query p95 3.3x
-    quiet while dreaming). The cache keeps each memory's term codes under the exact stored
-    text they were parsed from (``key``: its concepts and entities as stored). Each cycle
-    hands it every live memory's current key: a memory whose key is unchanged keeps its
-    codes, a new or edited one is parsed again, one no longer handed over (forgotten,
-    merged, purged) is dropped. So it is validated against the store every cycle and the
-    index it gives is exactly ``build_index`` over the same rows (a test checks that).
-    Terms no memory holds any more stay in the vocabulary until it is twice the size of
-    the one in use; then the cache starts over (one full parse)."""
+    quiet while dreaming). The cache keeps each memory's term codes under a 64-bit digest
+    of the exact stored text they were parsed from (``key``: its concepts and entities as
+    stored). Each cycle hands it every live memory's current key: a memory whose key is
+    unchanged keeps its codes, a new or edited one is parsed again, one no longer handed
+    over (forgotten, merged, purged) is dropped. So it is validated against the store every
+    cycle and the index it gives is exactly ``build_index`` over the same rows (a test
+    checks that). Terms no memory holds any more stay in the vocabulary until it is twice
+    the size of the one in use; then the cache starts over (one full parse).
+
+    Its state is a few numpy arrays and one string (the vocabulary joined by newlines: a
+    normalised term holds no newline), never a graph of Python objects: at 100k memories
+    it pickles in milliseconds, so the dreamer keeps it in the daemon and hands it to the
+    worker process that refreshes it each cycle (``mnemonic.cognition.dreaming_plan``)."""
 
     def __init__(self, max_terms: int = 16) -> None:
         self._max_terms = max_terms
-        self._vocab: dict[str, int] = {}
-        self._words: list[str] = []
-        self._rows: dict[int, tuple[Any, tuple[int, ...]]] = {}
         self.parsed = 0  # memories parsed by the last ``index`` call
+        self._reset()
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._seq)
 
     @property
     def vocabulary(self) -> int:
         """Terms the cache has codes for (in use or not)."""
-        return len(self._words)
+        return self._n_words
+
+    def _reset(self) -> None:
+        self._seq: Ints = np.zeros(0, dtype=np.int64)  # cached memories, ascending
+        self._digest: Ints = np.zeros(0, dtype=np.int64)  # of the key each was parsed from
+        self._ptr: Ints = np.zeros(1, dtype=np.int64)  # CSR over ``_codes``
+        self._codes: Ints = np.zeros(0, dtype=np.int64)
+        self._words = ""  # the vocabulary, code order, joined by newlines
+        self._n_words = 0
 
     def index(
         self,
@@ -260,30 +282,59 @@ class TermCache:
         pause: Callable[[], None] | None = None,
     ) -> TermIndex:
         """The index over memories in ascending seq order; ``terms_of(i)`` gives the terms
-        of the ``i``-th one, called only when its ``keys[i]`` is not the cached one.
-        ``pause`` is called every few thousand memories (the caller yields the GIL)."""
-        old, vocab = self._rows, self._vocab
-        fresh: dict[int, tuple[Any, tuple[int, ...]]] = {}
-        codes: list[tuple[int, ...]] = []
-        parsed = 0
-        for i, (seq, key) in enumerate(zip(seqs, keys, strict=True)):
-            hit = old.get(seq)
-            if hit is None or hit[0] != key:
-                hit = (key, _codes(terms_of(i), vocab, self._max_terms))
-                parsed += 1
-            fresh[seq] = hit
-            codes.append(hit[1])
+        of the ``i``-th one, called only when its ``keys[i]`` (any value with a stable
+        ``repr``) is not the cached one. ``pause`` is called every few thousand memories
+        (a caller in a thread yields the GIL)."""
+        n = len(seqs)
+        seq = np.asarray(seqs, dtype=np.int64).reshape(n)
+        digest = np.zeros(n, dtype=np.int64)
+        for i, key in enumerate(keys):
+            digest[i] = key_digest(key)
             if pause is not None and i % _SLICE == _SLICE - 1:
                 pause()
-        self._rows, self.parsed = fresh, parsed
-        self._words.extend(islice(vocab, len(self._words), None))
-        index = _assemble(seqs, codes, self._words, episodes)
-        if len(self._words) > 2 * len(index.vocab) + 1024:
+        hit = np.zeros(n, dtype=bool)
+        at = np.zeros(n, dtype=np.int64)
+        if len(self._seq) and n:
+            at = np.minimum(np.searchsorted(self._seq, seq), len(self._seq) - 1)
+            hit = (self._seq[at] == seq) & (self._digest[at] == digest)
+        lengths = np.zeros(n, dtype=np.int64)
+        lengths[hit] = self._ptr[at[hit] + 1] - self._ptr[at[hit]]
+        missed = np.flatnonzero(~hit)
+        words = self._words.split("\n") if self._n_words else []
+        parsed: list[tuple[int, ...]] = []
+        if len(missed):
+            vocab = {w: c for c, w in enumerate(words)}
+            for k, i in enumerate(missed.tolist()):
+                found = _codes(terms_of(i), vocab, self._max_terms)
+                parsed.append(found)
+                lengths[i] = len(found)
+                if pause is not None and k % _SLICE == _SLICE - 1:
+                    pause()
+            words.extend(islice(vocab, len(words), None))
+        ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        flat = np.zeros(int(ptr[-1]), dtype=np.int64)
+        kept = np.flatnonzero(hit)
+        flat[_ranges(ptr[kept], lengths[kept])] = self._codes[
+            _ranges(self._ptr[at[kept]], lengths[kept])
+        ]
+        flat[_ranges(ptr[missed], lengths[missed])] = np.fromiter(
+            chain.from_iterable(parsed), dtype=np.int64, count=int(lengths[missed].sum())
+        )
+        index = _assemble_flat(seq, ptr, flat, words, episodes)
+        self.parsed = len(missed)
+        if len(words) > 2 * len(index.vocab) + 1024:
             self._reset()  # a vocabulary grown past its use: parse all again next cycle
+        else:
+            self._seq, self._digest, self._ptr, self._codes = seq, digest, ptr, flat
+            self._words, self._n_words = "\n".join(words), len(words)
         return index
 
-    def _reset(self) -> None:
-        self._vocab, self._words, self._rows = {}, [], {}
+
+def key_digest(key: Any) -> int:
+    """A stable 64-bit digest of a cache key (``hash`` of a string differs between
+    processes). Two different stored texts share one with probability 2^-64."""
+    raw = hashlib.blake2b(repr(key).encode("utf-8", "surrogatepass"), digest_size=8)
+    return int.from_bytes(raw.digest(), "little", signed=True)
 
 
 _SLICE = 4096  # memories between two ``pause`` calls

@@ -7,6 +7,10 @@ either done or not at all. Links are stored once per unordered pair (``source_se
 target_seq``); a write only raises a strength (``max``), never lowers one, and never links
 a memory that left the live states (or the store) since the cycle read it.
 
+The reads are plain functions of a connection in ``store.dreaming_reads`` (a cycle's
+read side runs them in one call, at scale in a worker process); this class runs them on
+the daemon's pooled readers and does the writes.
+
 An insight is written through the same insert as any observation (``_accept_one``: raw
 row, memory, full-text row, ``embedded = 0``), so the encoder's sweep gives it a vector
 and links, as consolidation does for a gist; its provenance goes to ``insight_sources``.
@@ -19,55 +23,32 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
+from mnemonic.cognition.dreaming_plan import Link, QueryRow, TermRow
 from mnemonic.store.database import Database
+from mnemonic.store.dreaming_reads import (
+    LIVE,
+    SOURCE,
+    TERM_PAGE,
+    ConnReads,
+    json_ids,
+    strings,
+)
 from mnemonic.store.models import Encoded, NewRaw, RawStatus
 from mnemonic.store.sqlite import _accept_one
 from mnemonic.timeutil import from_db, to_db
 
+__all__ = [
+    "CURSOR_META", "LIVE", "QUERY_META", "SOURCE", "STARTED_META", "TERM_PAGE", "InsightPlan",
+    "InsightRow", "Link", "QueryRow", "SQLiteDreaming", "SourceBrief", "TermRow", "Written",
+]  # fmt: skip
+
 CURSOR_META = "dreaming.replay_cursor"  # seq the next replay window starts after
 QUERY_META = "dreaming.query_rowid"  # retrieval_queries rowid read up to
 STARTED_META = "dreaming.last_started_at"  # epoch seconds of the last cycle's start
-SOURCE = "dreaming"
-LIVE = "('active', 'fading')"
-TERM_PAGE = 20_000
 _IN_JSON = "(SELECT value FROM json_each(?))"
-
-
-@dataclass(frozen=True, slots=True)
-class TermRow:
-    """A live memory's terms as stored (JSON text, parsed only when asked: the dreamer's
-    term cache parses a memory again only when this text changed) and its episode."""
-
-    seq: int
-    concepts: str | None
-    entities: str | None
-    episode: str | None
-
-    @property
-    def key(self) -> tuple[str | None, str | None]:
-        return self.concepts, self.entities
-
-    @property
-    def terms(self) -> tuple[str, ...]:
-        return _terms(self.concepts, self.entities)
-
-
-@dataclass(frozen=True, slots=True)
-class Link:
-    a: int
-    b: int
-    relation: str
-    strength: float
-
-
-@dataclass(frozen=True, slots=True)
-class QueryRow:
-    rowid: int
-    results: tuple[str, ...]  # memory ids, best first
-    helpful: tuple[str, ...]  # ids rated helpful
-    irrelevant: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,33 +92,18 @@ class SourceBrief:
     timestamp: datetime
 
 
-def _terms(concepts: str | None, entities: str | None) -> tuple[str, ...]:
-    found: list[str] = []
-    for blob in (entities, concepts):
-        try:
-            value = json.loads(blob) if blob else []
-        except ValueError:
-            continue
-        if isinstance(value, list):
-            found += [v for v in value if isinstance(v, str)]
-    return tuple(found)
-
-
-def _json_ids(items: Sequence[int | str]) -> str:
-    return json.dumps(list(items))
-
-
 class SQLiteDreaming:
     def __init__(self, db: Database) -> None:
         self.db = db
 
+    @property
+    def path(self) -> Path:
+        """The database file (a worker process opens its own connection to it)."""
+        return self.db.path
+
     # ---- meta -----------------------------------------------------------------------------
     async def get_meta(self, key: str) -> str | None:
-        def work(conn: sqlite3.Connection) -> str | None:
-            row = conn.execute("SELECT value FROM system_meta WHERE key = ?", (key,)).fetchone()
-            return str(row[0]) if row else None
-
-        return await self.db.run_read(work)
+        return await self.db.run_read(lambda conn: ConnReads(conn).meta(key))
 
     async def set_meta(self, values: dict[str, str], now: datetime) -> None:
         stamp = to_db(now)
@@ -154,90 +120,35 @@ class SQLiteDreaming:
 
     # ---- replay ---------------------------------------------------------------------------
     async def replay_window(self, after_seq: int, limit: int) -> list[tuple[int, float]]:
-        """Up to ``limit`` live memories after ``after_seq`` (seq order): (seq, salience).
-        Insights the dreamer wrote are not replayed (they would echo themselves)."""
+        return await self.db.run_read(lambda c: ConnReads(c).replay_window(after_seq, limit))
 
-        def work(conn: sqlite3.Connection) -> list[tuple[int, float]]:
-            rows = conn.execute(
-                f"SELECT seq, salience FROM memories WHERE seq > ? AND state IN {LIVE}"
-                " AND source <> ? ORDER BY seq LIMIT ?",
-                (after_seq, SOURCE, limit),
-            ).fetchall()
-            return [(int(r[0]), float(r[1])) for r in rows]
+    async def live_count(self) -> int:
+        """Live memories, about the size of a cycle's term index (the dreamer's own
+        insights count here; the covering index on ``state`` makes it milliseconds)."""
+
+        def work(conn: sqlite3.Connection) -> int:
+            return int(
+                conn.execute(f"SELECT count(*) FROM memories WHERE state IN {LIVE}").fetchone()[0]
+            )
 
         return await self.db.run_read(work)
 
     async def term_rows(self, after_seq: int, limit: int) -> list[TermRow]:
-        """A page of live memories (not the dreamer's own) with their concepts and
-        entities (as stored) and their episode, in seq order."""
-
-        def work(conn: sqlite3.Connection) -> list[TermRow]:
-            rows = conn.execute(
-                "SELECT m.seq, m.concepts, CASE WHEN json_valid(m.metadata)"
-                " THEN json_extract(m.metadata, '$.entities') END, e.episode_id"
-                " FROM memories m LEFT JOIN episode_memories e ON e.memory_seq = m.seq"
-                f" WHERE m.seq > ? AND m.state IN {LIVE} AND m.source <> ?"
-                " ORDER BY m.seq LIMIT ?",
-                (after_seq, SOURCE, limit),
-            ).fetchall()
-            return [TermRow(int(r[0]), r[1], r[2], r[3]) for r in rows]
-
-        return await self.db.run_read(work)
+        return await self.db.run_read(lambda c: ConnReads(c).term_page(after_seq, limit))
 
     # ---- links ----------------------------------------------------------------------------
     async def links_touching(self, seqs: Sequence[int], min_strength: float = 0.0) -> list[Link]:
-        """Every link with an end in ``seqs`` at or above ``min_strength``."""
         if not seqs:
             return []
-
-        def work(conn: sqlite3.Connection) -> list[Link]:
-            ids = _json_ids(sorted(set(seqs)))
-            rows = conn.execute(
-                "SELECT source_seq, target_seq, relation, strength FROM associations"
-                f" WHERE source_seq IN {_IN_JSON} AND strength >= ?"
-                " UNION SELECT source_seq, target_seq, relation, strength FROM associations"
-                f" WHERE target_seq IN {_IN_JSON} AND strength >= ?",
-                (ids, min_strength, ids, min_strength),
-            ).fetchall()
-            return [Link(int(r[0]), int(r[1]), str(r[2]), float(r[3])) for r in rows]
-
-        return await self.db.run_read(work)
+        return await self.db.run_read(lambda c: ConnReads(c).links_touching(seqs, min_strength))
 
     async def links_of_pairs(self, pairs: Sequence[tuple[int, int]]) -> list[Link]:
-        """The links (any relation) of each pair ``(low, high)``."""
         if not pairs:
             return []
-
-        def work(conn: sqlite3.Connection) -> list[Link]:
-            found: list[Link] = []
-            for a, b in pairs:
-                for rel, strength in conn.execute(
-                    "SELECT relation, strength FROM associations"
-                    " WHERE source_seq = ? AND target_seq = ?",
-                    (a, b),
-                ):
-                    found.append(Link(a, b, str(rel), float(strength)))
-            return found
-
-        return await self.db.run_read(work)
+        return await self.db.run_read(lambda c: ConnReads(c).links_of_pairs(pairs))
 
     async def related_counts(self, seqs: Sequence[int]) -> dict[int, int]:
-        """How many ``related`` links each of ``seqs`` has."""
-
-        def work(conn: sqlite3.Connection) -> dict[int, int]:
-            out: dict[int, int] = {}
-            for seq in set(seqs):
-                n = conn.execute(
-                    "SELECT (SELECT count(*) FROM associations WHERE source_seq = ?"
-                    " AND relation = 'related') + (SELECT count(*) FROM associations"
-                    " WHERE target_seq = ? AND relation = 'related')",
-                    (seq, seq),
-                ).fetchone()[0]
-                if n:
-                    out[seq] = int(n)
-            return out
-
-        return await self.db.run_read(work)
+        return await self.db.run_read(lambda c: ConnReads(c).related_counts(seqs))
 
     async def raise_strengths(self, updates: Sequence[Link], now: datetime) -> int:
         """Raise each existing link to the given strength (never lower; the link must
@@ -297,66 +208,18 @@ class SQLiteDreaming:
     async def queries(
         self, after_rowid: int, limit: int, *, newest: bool = False
     ) -> list[QueryRow]:
-        """Logged recalls after ``after_rowid`` (oldest first), or the newest ``limit``,
-        with the ids their feedback rated helpful or irrelevant."""
-
-        def work(conn: sqlite3.Connection) -> list[QueryRow]:
-            if newest:
-                rows = conn.execute(
-                    "SELECT rowid, id, result_ids FROM retrieval_queries"
-                    " ORDER BY rowid DESC LIMIT ?",
-                    (limit,),
-                ).fetchall()
-            else:
-                rows = conn.execute(
-                    "SELECT rowid, id, result_ids FROM retrieval_queries WHERE rowid > ?"
-                    " ORDER BY rowid LIMIT ?",
-                    (after_rowid, limit),
-                ).fetchall()
-            out: list[QueryRow] = []
-            for rowid, qid, results in rows:
-                rated: dict[str, list[str]] = {"helpful": [], "irrelevant": []}
-                for quality, ids in conn.execute(
-                    "SELECT quality, memory_ids FROM retrieval_feedback WHERE query_id = ?",
-                    (qid,),
-                ):
-                    if quality in rated:
-                        rated[quality] += _strings(ids)
-                out.append(
-                    QueryRow(int(rowid), tuple(_strings(results)), tuple(rated["helpful"]),
-                             tuple(rated["irrelevant"]))
-                )  # fmt: skip
-            return out
-
-        return await self.db.run_read(work)
+        return await self.db.run_read(
+            lambda c: ConnReads(c).queries(after_rowid, limit, newest=newest)
+        )
 
     async def live_seqs(self, memory_ids: Sequence[str]) -> dict[str, int]:
-        """Seq of each id that names a live memory."""
         if not memory_ids:
             return {}
-
-        def work(conn: sqlite3.Connection) -> dict[str, int]:
-            rows = conn.execute(
-                f"SELECT id, seq FROM memories WHERE id IN {_IN_JSON} AND state IN {LIVE}",
-                (json.dumps(sorted(set(memory_ids))),),
-            ).fetchall()
-            return {str(r[0]): int(r[1]) for r in rows}
-
-        return await self.db.run_read(work)
+        return await self.db.run_read(lambda c: ConnReads(c).live_seqs(memory_ids))
 
     # ---- insights ---------------------------------------------------------------------------
     async def insight_keys(self) -> frozenset[str]:
-        """The keys of every insight written so far (through its provenance rows)."""
-
-        def work(conn: sqlite3.Connection) -> frozenset[str]:
-            rows = conn.execute(
-                "SELECT json_extract(metadata, '$.dreaming.key') FROM memories"
-                " WHERE source = ? AND type = 'insight' AND json_valid(metadata)",
-                (SOURCE,),
-            ).fetchall()
-            return frozenset(str(r[0]) for r in rows if r[0])
-
-        return await self.db.run_read(work)
+        return await self.db.run_read(lambda c: ConnReads(c).insight_keys())
 
     async def source_details(
         self, seqs: Sequence[int]
@@ -370,7 +233,7 @@ class SQLiteDreaming:
                 " e.started_at FROM memories m LEFT JOIN episode_memories em"
                 " ON em.memory_seq = m.seq LEFT JOIN episodes e ON e.id = em.episode_id"
                 f" WHERE m.seq IN {_IN_JSON}",
-                (_json_ids(sorted(set(seqs))),),
+                (json_ids(sorted(set(seqs))),),
             ).fetchall()
 
         rows = await self.db.run_read(work)
@@ -391,7 +254,7 @@ class SQLiteDreaming:
             for plan in plans:
                 there = conn.execute(
                     f"SELECT count(*) FROM memories WHERE seq IN {_IN_JSON}",
-                    (_json_ids(plan.sources),),
+                    (json_ids(plan.sources),),
                 ).fetchone()[0]
                 if there != len(set(plan.sources)):
                     continue
@@ -482,14 +345,6 @@ def _insight(conn: sqlite3.Connection, r: Any) -> InsightRow:
     except ValueError:
         meta = {}
     return InsightRow(
-        int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), tuple(_strings(r[5])),
+        int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), tuple(strings(r[5])),
         str(r[6]), from_db(r[7]), float(r[8]), meta if isinstance(meta, dict) else {}, int(n),
     )  # fmt: skip
-
-
-def _strings(blob: str | None) -> list[str]:
-    try:
-        value = json.loads(blob) if blob else []
-    except ValueError:
-        return []
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
