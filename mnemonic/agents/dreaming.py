@@ -37,6 +37,7 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import anyio.to_process
@@ -62,7 +63,7 @@ from mnemonic.store.dreaming import (
     InsightPlan,
     SQLiteDreaming,
 )
-from mnemonic.store.dreaming_reads import load_plan, plan_on, plan_to_file
+from mnemonic.store.dreaming_reads import load_plan, plan_to_file
 from mnemonic.store.models import MemoryType, NewRaw, Source
 
 log = logging.getLogger(__name__)
@@ -183,9 +184,7 @@ class DreamingAgent:
         if await self._store.live_count() >= self._cfg.process_min_memories:
             # the plan comes back through a private file, not the worker's pipe
             # (``store.dreaming_reads.plan_to_file`` says why)
-            for stale in self._store.path.parent.glob(f"{PLAN_FILE}*"):
-                stale.unlink(missing_ok=True)  # a daemon killed mid-cycle left it
-            out = self._store.path.with_name(f"{PLAN_FILE}{uuid.uuid4().hex}.pickle")
+            out = await asyncio.to_thread(_fresh_plan_file, self._store.path)
             work = partial(
                 plan_to_file, str(self._store.path), self._busy_timeout_ms, self._params,
                 self._terms, cursor, after, str(out),
@@ -195,9 +194,7 @@ class DreamingAgent:
                 return await asyncio.to_thread(load_plan, out), True
             finally:
                 out.unlink(missing_ok=True)
-        return await self._store.db.run_read(
-            partial(plan_on, self._params, self._terms, cursor, after, pause=_yield_gil)
-        ), False
+        return await self._store.plan(self._params, self._terms, cursor, after, _yield_gil), False
 
     async def _cooling(self, at: float) -> bool:
         last = self._last_started
@@ -293,6 +290,14 @@ def _yield_gil() -> None:
     """Let the event loop's thread take the GIL between slices of pure-Python work (with 2
     cores a worker thread otherwise holds it in 5 ms turns against every request)."""
     time.sleep(0)
+
+
+def _fresh_plan_file(database: Path) -> Path:
+    """A new random name for a worker's plan beside ``database``, after deleting any a
+    daemon killed mid-cycle left there."""
+    for stale in database.parent.glob(f"{PLAN_FILE}*"):
+        stale.unlink(missing_ok=True)
+    return database.with_name(f"{PLAN_FILE}{uuid.uuid4().hex}.pickle")
 
 
 def _ms(since: float) -> float:

@@ -118,7 +118,6 @@ class Checkpointer:
         run_maintenance: Run[Any],
         folder: Path,
         cfg: RecallConfig,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._index = index
         self._read = run_read
@@ -126,7 +125,6 @@ class Checkpointer:
         self.folder = folder
         self.enabled = cfg.index_snapshot
         self.policy = Policy.of(cfg)
-        self._clock = clock
         self._saved_builds = 0  # index.builds when the last checkpoint was saved or loaded
         self._saved_at: float | None = None
         self._s_per_memory = DEFAULT_SAVE_S_PER_MEMORY
@@ -154,13 +152,13 @@ class Checkpointer:
             return None
         if index.built_from == "snapshot" and self._saved_builds < index.builds:
             self._saved_builds = index.builds  # loaded from a checkpoint: that one counts
-            self._saved_at = self._clock()
+            self._saved_at = time.monotonic()
         reason = save_reason(
             self.policy,
             behind=point.behind,
             memories=len(index.columns),
             unsaved_build=index.built_from == "sqlite" and self._saved_builds < index.builds,
-            age_s=None if self._saved_at is None else self._clock() - self._saved_at,
+            age_s=None if self._saved_at is None else time.monotonic() - self._saved_at,
             quiet_for_s=time.monotonic() - index.last_change,
         )
         if reason is None:
@@ -203,7 +201,7 @@ class Checkpointer:
         self.last, self.last_reason, self.last_error = info, reason, None
         self.saves += 1
         self._saved_builds = builds
-        self._saved_at = self._clock()
+        self._saved_at = time.monotonic()
         if info.memories:
             self._s_per_memory = info.seconds / info.memories
         log.info("recall index checkpoint (%s): %.2f s", reason, info.seconds)

@@ -20,35 +20,32 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from mnemonic.cognition.dreaming_plan import Link, QueryRow, TermRow
+from mnemonic.cognition.dreaming import TermCache
+from mnemonic.cognition.dreaming_plan import CyclePlan, Link, PlanParams
 from mnemonic.store.database import Database
 from mnemonic.store.dreaming_reads import (
+    IN_JSON,
     LIVE,
     SOURCE,
-    TERM_PAGE,
     ConnReads,
     json_ids,
+    plan_on,
     strings,
 )
 from mnemonic.store.models import Encoded, NewRaw, RawStatus
 from mnemonic.store.sqlite import _accept_one
 from mnemonic.timeutil import from_db, to_db
 
-__all__ = [
-    "CURSOR_META", "LIVE", "QUERY_META", "SOURCE", "STARTED_META", "TERM_PAGE", "InsightPlan",
-    "InsightRow", "Link", "QueryRow", "SQLiteDreaming", "SourceBrief", "TermRow", "Written",
-]  # fmt: skip
-
 CURSOR_META = "dreaming.replay_cursor"  # seq the next replay window starts after
 QUERY_META = "dreaming.query_rowid"  # retrieval_queries rowid read up to
 STARTED_META = "dreaming.last_started_at"  # epoch seconds of the last cycle's start
-_IN_JSON = "(SELECT value FROM json_each(?))"
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,9 +115,19 @@ class SQLiteDreaming:
 
         await self.db.run_write(work, bookkeeping=True)
 
-    # ---- replay ---------------------------------------------------------------------------
-    async def replay_window(self, after_seq: int, limit: int) -> list[tuple[int, float]]:
-        return await self.db.run_read(lambda c: ConnReads(c).replay_window(after_seq, limit))
+    async def plan(
+        self,
+        params: PlanParams,
+        terms: TermCache,
+        cursor: int,
+        query_after: int,
+        pause: Callable[[], None] | None = None,
+    ) -> CyclePlan:
+        """A cycle's read side (``cognition.dreaming_plan``) on a pooled reader's thread;
+        at scale the dreamer runs it in a worker process instead, on ``path``."""
+        return await self.db.run_read(
+            partial(plan_on, params, terms, cursor, query_after, pause=pause)
+        )
 
     async def live_count(self) -> int:
         """Live memories, about the size of a cycle's term index (the dreamer's own
@@ -132,23 +139,6 @@ class SQLiteDreaming:
             )
 
         return await self.db.run_read(work)
-
-    async def term_rows(self, after_seq: int, limit: int) -> list[TermRow]:
-        return await self.db.run_read(lambda c: ConnReads(c).term_page(after_seq, limit))
-
-    # ---- links ----------------------------------------------------------------------------
-    async def links_touching(self, seqs: Sequence[int], min_strength: float = 0.0) -> list[Link]:
-        if not seqs:
-            return []
-        return await self.db.run_read(lambda c: ConnReads(c).links_touching(seqs, min_strength))
-
-    async def links_of_pairs(self, pairs: Sequence[tuple[int, int]]) -> list[Link]:
-        if not pairs:
-            return []
-        return await self.db.run_read(lambda c: ConnReads(c).links_of_pairs(pairs))
-
-    async def related_counts(self, seqs: Sequence[int]) -> dict[int, int]:
-        return await self.db.run_read(lambda c: ConnReads(c).related_counts(seqs))
 
     async def raise_strengths(self, updates: Sequence[Link], now: datetime) -> int:
         """Raise each existing link to the given strength (never lower; the link must
@@ -204,23 +194,7 @@ class SQLiteDreaming:
 
         return await self.db.run_write(work) if links else (0, 0)
 
-    # ---- recalls ----------------------------------------------------------------------------
-    async def queries(
-        self, after_rowid: int, limit: int, *, newest: bool = False
-    ) -> list[QueryRow]:
-        return await self.db.run_read(
-            lambda c: ConnReads(c).queries(after_rowid, limit, newest=newest)
-        )
-
-    async def live_seqs(self, memory_ids: Sequence[str]) -> dict[str, int]:
-        if not memory_ids:
-            return {}
-        return await self.db.run_read(lambda c: ConnReads(c).live_seqs(memory_ids))
-
     # ---- insights ---------------------------------------------------------------------------
-    async def insight_keys(self) -> frozenset[str]:
-        return await self.db.run_read(lambda c: ConnReads(c).insight_keys())
-
     async def source_details(
         self, seqs: Sequence[int]
     ) -> dict[int, tuple[str, str, float, str | None, str, str, datetime | None]]:
@@ -232,7 +206,7 @@ class SQLiteDreaming:
                 "SELECT m.seq, m.project, m.content, m.salience, e.id, e.title, m.timestamp,"
                 " e.started_at FROM memories m LEFT JOIN episode_memories em"
                 " ON em.memory_seq = m.seq LEFT JOIN episodes e ON e.id = em.episode_id"
-                f" WHERE m.seq IN {_IN_JSON}",
+                f" WHERE m.seq IN {IN_JSON}",
                 (json_ids(sorted(set(seqs))),),
             ).fetchall()
 
@@ -253,7 +227,7 @@ class SQLiteDreaming:
             done: list[Written] = []
             for plan in plans:
                 there = conn.execute(
-                    f"SELECT count(*) FROM memories WHERE seq IN {_IN_JSON}",
+                    f"SELECT count(*) FROM memories WHERE seq IN {IN_JSON}",
                     (json_ids(plan.sources),),
                 ).fetchone()[0]
                 if there != len(set(plan.sources)):

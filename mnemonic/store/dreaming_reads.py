@@ -34,7 +34,7 @@ from mnemonic.cognition.dreaming_plan import (
 SOURCE = "dreaming"
 LIVE = "('active', 'fading')"
 TERM_PAGE = 20_000
-_IN_JSON = "(SELECT value FROM json_each(?))"
+IN_JSON = "(SELECT value FROM json_each(?))"
 
 
 def json_ids(items: Sequence[int | str]) -> str:
@@ -100,9 +100,9 @@ class ConnReads:
         ids = json_ids(sorted(set(seqs)))
         rows = self.conn.execute(
             "SELECT source_seq, target_seq, relation, strength FROM associations"
-            f" WHERE source_seq IN {_IN_JSON} AND strength >= ?"
+            f" WHERE source_seq IN {IN_JSON} AND strength >= ?"
             " UNION SELECT source_seq, target_seq, relation, strength FROM associations"
-            f" WHERE target_seq IN {_IN_JSON} AND strength >= ?",
+            f" WHERE target_seq IN {IN_JSON} AND strength >= ?",
             (ids, min_strength, ids, min_strength),
         ).fetchall()
         return [Link(int(r[0]), int(r[1]), str(r[2]), float(r[3])) for r in rows]
@@ -166,7 +166,7 @@ class ConnReads:
         if not memory_ids:
             return {}
         rows = self.conn.execute(
-            f"SELECT id, seq FROM memories WHERE id IN {_IN_JSON} AND state IN {LIVE}",
+            f"SELECT id, seq FROM memories WHERE id IN {IN_JSON} AND state IN {LIVE}",
             (json.dumps(sorted(set(memory_ids))),),
         ).fetchall()
         return {str(r[0]): int(r[1]) for r in rows}
