@@ -67,7 +67,6 @@ from mnemonic.errors import StorageUnavailable
 from mnemonic.events.bus import EventBus
 from mnemonic.index.checkpoints import Checkpointer
 from mnemonic.index.recall_index import RecallIndex
-from mnemonic.index.snapshot import discard_snapshot
 from mnemonic.llm.completion.build import build_completer
 from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.mcp.mount import McpMount
@@ -276,7 +275,6 @@ class Daemon:
         )
         self.recaller = recaller
         self._index_task: asyncio.Task[None] | None = None
-        self._checkpointing: asyncio.Task[Any] | None = None
         self.projects = ProjectResolver(cfg.perception.projects)
         self.service = MemoryService(
             cfg=cfg,
@@ -631,10 +629,7 @@ class Daemon:
         served at once while the index loads or builds in the background (a build takes
         about 10 s per 100k memories) and recall answers through SQL meanwhile."""
         self.index.on_stale = self._rebuild_index
-        snapshot: Path | None = self.checkpoints.folder
-        if not self.cfg.recall.index_snapshot:
-            await asyncio.to_thread(discard_snapshot, self.checkpoints.folder)  # older run's
-            snapshot = None
+        snapshot = await self.checkpoints.to_load()
         task = asyncio.create_task(self._build_with_patterns(snapshot), name="mnemonic:index")
         self._index_task = task
         task.add_done_callback(_log_index_failure)
@@ -645,12 +640,7 @@ class Daemon:
         """Build the recall index, then load the patterns recall lifts (their centroids
         are means of the index's vectors, so they wait for it)."""
         await self.index.build(self.db.run_read, snapshot)
-        if self.index.ready and self.index.built_from == "sqlite":
-            # a crash now would cost the whole build again: save a checkpoint at once, in
-            # a task of its own (a stale index must still find this build task done)
-            self._checkpointing = asyncio.create_task(
-                self.checkpoints.save("built from SQLite"), name="mnemonic:index-checkpoint"
-            )
+        self.checkpoints.built()
         if self.index.ready:
             await self.pattern_refresher.refresh()
 
@@ -691,10 +681,9 @@ class Daemon:
         await self.agents.cancel_background()  # cycles started on demand or by the reactor
         await self.exclusions.drain()
         await self.bus.close()
-        for task in (self._index_task, self._checkpointing):
-            if task is not None and not task.done():
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+        if self._index_task is not None and not self._index_task.done():
+            self._index_task.cancel()
+            await asyncio.gather(self._index_task, return_exceptions=True)
         await self.checkpoints.at_stop()
         self.recaller.close()
         await self.completer.aclose()

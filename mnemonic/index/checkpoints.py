@@ -135,6 +135,7 @@ class Checkpointer:
         self.skipped_at_stop = False
         self._discarding: asyncio.Task[None] | None = None
         self._saving = asyncio.Lock()  # one save at a time: a due tick skips a running one
+        self._after_build: asyncio.Task[SnapshotInfo | None] | None = None
 
     # ---- the periodic job ------------------------------------------------------------------
     async def tick(self) -> SnapshotInfo | None:
@@ -207,6 +208,23 @@ class Checkpointer:
         log.info("recall index checkpoint (%s): %.2f s", reason, info.seconds)
         return info
 
+    async def to_load(self) -> Path | None:
+        """The folder a start loads the index from; None with checkpoints off (an older
+        run's checkpoint is deleted then: it would only go stale on disk)."""
+        if self.enabled:
+            return self.folder
+        await asyncio.to_thread(discard_snapshot, self.folder)
+        return None
+
+    def built(self) -> None:
+        """The index is ready: after a build from SQLite, save a checkpoint at once, in a
+        task of its own (a crash now would cost the whole build again; the next tick may
+        be a minute away, and a stop right after the build has no time for a save)."""
+        if self._index.ready and self._index.built_from == "sqlite":
+            self._after_build = asyncio.get_running_loop().create_task(
+                self.save("built from SQLite"), name="mnemonic:index-checkpoint"
+            )
+
     # ---- stop and purge ----------------------------------------------------------------
     def estimated_save_s(self) -> float:
         return self._s_per_memory * len(self._index.columns)
@@ -215,6 +233,10 @@ class Checkpointer:
         """Save if anything changed since the last checkpoint and a save fits the stop's
         budget; otherwise the next start replays the log (or, with none, builds)."""
         self.skipped_at_stop = False
+        pending = self._after_build
+        if pending is not None and not pending.done():  # a save at this size overruns a stop
+            pending.cancel()
+            await asyncio.gather(pending, return_exceptions=True)
         if self._discarding is not None:
             await asyncio.gather(self._discarding, return_exceptions=True)
         if not (self.enabled and self._index.ready):
