@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.testclient import TestClient
-from support.api import BASE_URL, TOKEN, query, remember
+from support.api import BASE_URL, TOKEN, query, remember, sibling
 
 from mnemonic import __version__
 from mnemonic.api.app import build_app
@@ -46,7 +46,7 @@ def test_requests_are_counted_by_route_template(client: TestClient) -> None:
     memory_id = stored["memory_id"]
     assert client.get(f"/api/v1/memories/{memory_id}").status_code == 200
     assert client.get("/api/v1/memories/no-such-id").status_code == 404
-    anonymous = TestClient(client.app, base_url=BASE_URL)
+    anonymous = sibling(client, base_url=BASE_URL)
     assert anonymous.get(f"/api/v1/memories/{memory_id}").status_code == 401
     assert client.get("/no/such/path").status_code == 404
     assert client.request("BREW", "/api/v1/query").status_code == 405
@@ -99,7 +99,7 @@ def test_build_info_and_process_metrics(client: TestClient) -> None:
 
 
 def test_metrics_are_open_but_host_checked(client: TestClient) -> None:
-    anonymous = TestClient(client.app, base_url=BASE_URL)
+    anonymous = sibling(client, base_url=BASE_URL)
     response = anonymous.get("/metrics")
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain; version=0.0.4")

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.testclient import TestClient
-from support.api import BASE_URL, TOKEN, query
+from support.api import BASE_URL, TOKEN, query, sibling
 
 from mnemonic.api.docs import docs_routes, web_dir
 from mnemonic.api.openapi import (
@@ -123,7 +123,7 @@ def _refs(node: Any) -> list[str]:
 def test_document_is_valid_openapi_31(client: TestClient) -> None:
     import schemathesis
 
-    anonymous = TestClient(client.app, base_url=BASE_URL)
+    anonymous = sibling(client, base_url=BASE_URL)
     response = anonymous.get("/openapi.json")
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json"
@@ -268,7 +268,7 @@ def test_answers_match_their_documented_schemas(client: TestClient) -> None:
     )
 
     # and the failures
-    anonymous = TestClient(client.app, base_url=BASE_URL)
+    anonymous = sibling(client, base_url=BASE_URL)
     docs.check("GET", "/api/v1/health", anonymous.get("/api/v1/health"))
     docs.check("GET", "/api/v1/raw/{raw_id}", client.get("/api/v1/raw/nope"))
     docs.check("POST", "/api/v1/query", client.post("/api/v1/query", json={"limit": 0}))
@@ -330,7 +330,7 @@ class _Links(HTMLParser):
 
 
 def test_docs_page_works_offline(client: TestClient) -> None:
-    anonymous = TestClient(client.app, base_url=BASE_URL)
+    anonymous = sibling(client, base_url=BASE_URL)
     page = anonymous.get("/docs")
     assert page.status_code == 200
     assert page.headers["content-type"] == "text/html; charset=utf-8"

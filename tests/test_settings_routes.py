@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 from starlette.testclient import TestClient
-from support.api import TOKEN
+from support.api import TOKEN, sibling
 
 from mnemonic.api.settings_routes import TokenRotated, WatcherList, write_token_file
 from mnemonic.api_token import TOKEN_ENV, configured_token
@@ -21,7 +21,7 @@ def _login(client: TestClient) -> TestClient:
     link = client.post("/api/v1/dashboard/login-links")
     assert link.status_code == 201, link.text
     code = parse_qs(urlparse(link.json()["url"]).query)["code"][0]
-    browser = TestClient(client.app, base_url=str(client.base_url))
+    browser = sibling(client)
     answer = browser.get("/login", params={"code": code}, follow_redirects=False)
     assert answer.status_code == 303
     assert browser.cookies.get("mnemonic_session")

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from starlette.testclient import TestClient
-from support.api import BASE_URL, TOKEN
+from support.api import BASE_URL, TOKEN, sibling
 from support.daemon_proc import TOKEN as PROC_TOKEN
 from support.daemon_proc import DaemonProc, running
 
@@ -159,7 +159,7 @@ def test_with_view() -> None:
 
 @pytest.fixture
 def anonymous(client: TestClient) -> Iterator[TestClient]:
-    yield TestClient(client.app, base_url=BASE_URL, follow_redirects=False)
+    yield sibling(client, base_url=BASE_URL, follow_redirects=False)
 
 
 def _login(client: TestClient, anonymous: TestClient) -> tuple[str, str]:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
-from support.api import BASE_URL, TOKEN, remember
+from support.api import BASE_URL, TOKEN, remember, sibling
 
 from mnemonic.events.types import MemoryEncoded
 
@@ -36,7 +36,7 @@ def test_stream_delivers_events_in_the_wire_shape(client: TestClient) -> None:
 
 def test_token_in_query_string_works_for_browsers(make_client: Callable[..., TestClient]) -> None:
     client = make_client()
-    bare = TestClient(client.app, base_url=BASE_URL)
+    bare = sibling(client, base_url=BASE_URL)
     with bare.websocket_connect(f"{WS}/ws?token={TOKEN}&types=raw_memory_created") as ws:
         remember(client, "query-string token")
         assert _next_of(ws, "raw_memory_created")["payload"]["content"] == "query-string token"
