@@ -11,15 +11,18 @@ vector, i.e. cosine 0.74-0.94 to its base), renormalised, so the clusters of the
 embedding space stay and each real memory gets a cloud of near variants (like repeated
 commands and edits of one note). Queries are held-out real texts (never a base), each
 with the project of its source (a LoCoMo conversation, a LongMemEval question, a synthetic
-project: ``project = source group mod 20``, so one project is about 5% of rows); the
-filtered query allows its own project's rows only. Recall@10 is against exact float32
+project: ``project = source group mod P`` for each ``--projects`` P; groups differ in size,
+so with 20 projects a query's project averages 12% of rows, with 80 about 3%); the
+filtered query allows its own project's rows only. Recall@k is against exact float32
 search over the same vectors and filter.
 
     python bench/vectors.py --sizes 100000 1000000 --quant i8 f16 f32 [--expansion 256 512]
-        [--oversample 3 6]
+        [--k 10]
 
-``--oversample``: values of ``hnsw._OVERSAMPLE`` (neighbours asked of the graph for a
-filtered query = k / share of rows allowed x this) tried on the same built index.
+Each filtered query runs twice on the same built index: through the graph (the sign scan
+off) and as the index chooses (``HnswVectors._scan_pays``: the sign scan for the 5% projects
+here). ``--k``: neighbours asked per query, and recall is recall@k against exact search
+(recall itself asks for 60 entry points).
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ from mnemonic.index.hnsw import HnswVectors
 from mnemonic.index.vectors import ExactVectors, Hits, VectorSearch
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-PROJECTS = 20
+PATHS = (("graph", 0.0), ("chosen", hnsw_module.SCAN_RATIO))
+"""A filtered query through the graph only, and as the index chooses (graph or sign scan)."""
 F32 = npt.NDArray[np.float32]
 
 
@@ -163,23 +167,32 @@ print(t, rss(), base)
     return float(a), float(b), float(c)
 
 
+Filters = dict[str, list[Mask | None]]
+"""Per filter (labelled with its share of rows): one mask per query."""
+
+
 def exact_phase(
-    vectors: F32, seqs: npt.NDArray[np.int64], queries: F32, masks: list[Mask | None], k: int
-) -> tuple[list[Hits], list[Hits]]:
+    vectors: F32, seqs: npt.NDArray[np.int64], queries: F32, filters: Filters, k: int
+) -> tuple[list[Hits], dict[str, list[Hits]]]:
     n = len(vectors)
     exact = ExactVectors(vectors.shape[1], capacity=n + 1)
     exact.set(seqs, vectors)
     truth, t = timed_queries(exact, queries, [None] * len(queries), k)
-    truth_f, t_f = timed_queries(exact, queries, masks, k)
     print(
         f"exact f32: {exact.nbytes / n:.0f} B/vector; search p50/p95 "
-        f"{pct(t, 50):.1f}/{pct(t, 95):.1f} ms, filtered {pct(t_f, 50):.1f}/{pct(t_f, 95):.1f} ms\n"
+        f"{pct(t, 50):.1f}/{pct(t, 95):.1f} ms"
     )
-    return truth, truth_f
+    truths: dict[str, list[Hits]] = {}
+    for label, masks in filters.items():
+        truths[label], t_f = timed_queries(exact, queries, masks, k)
+        print(f"exact f32 filtered ({label}): p50/p95 {pct(t_f, 50):.1f}/{pct(t_f, 95):.1f} ms")
+    print()
+    return truth, truths
 
 
 HEADER = (
-    "| quant | build s | B/vector (usearch) | ef_search | oversample | recall@10 | p50 / p95 ms "
+    "| quant | build s | B/vector (usearch + signs) | ef_search | filtered path | recall@10 "
+    "| p50 / p95 ms "
     "| filtered recall@10 | filtered p50 / p95 ms | save s | open s (view / load) "
     "| RSS MB after open+200 q (view / load; bare python) |"
 )
@@ -190,10 +203,9 @@ def hnsw_phase(
     vectors: F32,
     seqs: npt.NDArray[np.int64],
     queries: F32,
-    masks: list[Mask | None],
-    truths: tuple[list[Hits], list[Hits]],
+    filters: Filters,
+    truths: tuple[list[Hits], dict[str, list[Hits]]],
     expansions: list[int],
-    oversamples: list[float],
     tmp: Path,
     k: int,
 ) -> None:
@@ -212,18 +224,19 @@ def hnsw_phase(
     for ef in expansions:
         h.expansion_search = ef
         got, tq = timed_queries(h, queries, [None] * len(queries), k)
-        for oversample in oversamples:
-            hnsw_module._OVERSAMPLE = oversample
-            got_f, tq_f = timed_queries(h, queries, masks, k)
+        runs = [(label, name, ratio) for label in filters for name, ratio in PATHS]
+        for label, path_name, scan_ratio in runs:
+            h.scan_ratio = scan_ratio
+            got_f, tq_f = timed_queries(h, queries, filters[label], k)
             cells = [
                 quant,
                 f"{build:.0f}",
                 f"{h.nbytes / n:.0f}",
                 str(ef),
-                f"{oversample:g}",
+                f"{label}: {path_name}",
                 f"{recall(truths[0], got):.4f}",
                 f"{pct(tq, 50):.2f} / {pct(tq, 95):.2f}",
-                f"{recall(truths[1], got_f):.4f}",
+                f"{recall(truths[1][label], got_f):.4f}",
                 f"{pct(tq_f, 50):.2f} / {pct(tq_f, 95):.2f}",
                 f"{save:.2f}",
                 f"{ov:.2f} / {ol:.2f}",
@@ -237,29 +250,32 @@ def run_size(
     base: F32,
     groups: npt.NDArray[np.int64],
     queries: F32,
-    qproj: npt.NDArray[np.int64],
+    qgroups: npt.NDArray[np.int64],
     quants: list[str],
     expansions: list[int],
-    oversamples: list[float],
+    project_counts: list[int],
     k: int,
 ) -> None:
     vectors, origin = derive(base, n)
-    project = (groups[origin] % PROJECTS).astype(np.int64)
     seqs = np.arange(1, n + 1, dtype=np.int64)
-    masks: list[Mask | None] = []
-    for p in qproj:
-        m = np.zeros(n + 1, dtype=np.bool_)
-        m[1:] = project == p
-        masks.append(m)
-    share = statistics.fmean(float(m.mean()) for m in masks if m is not None)
-    print(f"\n### {n:,} vectors (filter keeps {share:.1%} of rows on average)\n", flush=True)
-    truths = exact_phase(vectors, seqs, queries, masks, k)
+    filters: Filters = {}
+    for count in project_counts:
+        project = groups[origin] % count
+        masks: list[Mask | None] = []
+        for p in qgroups % count:
+            m = np.zeros(n + 1, dtype=np.bool_)
+            m[1:] = project == p
+            masks.append(m)
+        share = statistics.fmean(float(m.mean()) for m in masks if m is not None)
+        filters[f"{count} projects, {share:.1%}"] = masks
+    print(f"\n### {n:,} vectors (filters: {', '.join(filters)} of rows)\n", flush=True)
+    truths = exact_phase(vectors, seqs, queries, filters, k)
     print(HEADER)
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="vecbench-"))
     np.save(tmp / "q.npy", queries)
     for quant in quants:
-        hnsw_phase(quant, vectors, seqs, queries, masks, truths, expansions, oversamples, tmp, k)
+        hnsw_phase(quant, vectors, seqs, queries, filters, truths, expansions, tmp, k)
     (tmp / "q.npy").unlink()
     tmp.rmdir()
 
@@ -271,7 +287,8 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--quant", nargs="+", default=["i8", "f16", "f32"])
     ap.add_argument("--expansion", type=int, nargs="+", default=[64, 128, 256])
-    ap.add_argument("--oversample", type=float, nargs="+", default=[hnsw_module._OVERSAMPLE])
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--projects", type=int, nargs="+", default=[20, 80])
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--lme", type=int, default=1500)
     ap.add_argument("--synthetic", type=int, default=2500)
@@ -293,11 +310,11 @@ def main() -> None:
             real[keep],
             groups[keep],
             real[held],
-            groups[held] % PROJECTS,
+            groups[held],
             args.quant,
             args.expansion,
-            args.oversample,
-            10,
+            args.projects,
+            args.k,
         )
 
 

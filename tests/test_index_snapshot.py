@@ -458,6 +458,11 @@ def test_the_hnsw_vector_index_round_trips(
     meta = json.loads((_folder(paths) / META).read_text())
     assert meta["vectors"].startswith("usearch-hnsw")
     assert (_folder(paths) / "vectors.usearch").is_file()
+    signs = meta["parts"].pop("vectors.signs")
+    assert signs["shape"][0] > 30 and signs["dtype"] == "<u8"
+    # a checkpoint from before the sign bits: they are read back from the HNSW index
+    (_folder(paths) / signs["file"]).unlink()
+    (_folder(paths) / META).write_text(json.dumps(meta))
 
     third = make_client(recall={"vector_exact_max": 10})
     described = _recall_index(third)

@@ -61,6 +61,7 @@ from mnemonic.index.vectors import AdaptiveVectors, ExactVectors
 from mnemonic.private_files import PRIVATE_MODE, restrict
 
 if TYPE_CHECKING:
+    from mnemonic.index.hnsw import HnswVectors
     from mnemonic.index.recall_index import RecallIndex
 
 log = logging.getLogger(__name__)
@@ -101,6 +102,7 @@ _WHAT = {
     "graph": "association CSR, both directions (index/graph.py)",
     "vectors": "unit float32 vectors indexed by seq and their presence (index/vectors.py)",
     "hnsw": "usearch HNSW index keyed by seq (index/hnsw.py)",
+    "signs": "sign bits of each HNSW vector by seq, for filtered scans (index/hnsw.py)",
 }
 
 
@@ -251,22 +253,7 @@ def save_snapshot(
             array = getattr(csr, name)
             parts[f"graph.{name}"] = _write_array(tmp, f"graph.{name}", array, "graph")
         go_on()
-        if isinstance(active, ExactVectors):
-            matrix, present = active.export()
-            parts["vectors.matrix"] = _write_array(tmp, "vectors.matrix", matrix, "vectors")
-            parts["vectors.present"] = _write_array(tmp, "vectors.present", present, "vectors")
-        else:
-            path = tmp / HNSW_FILE
-            # usearch's own file; HnswVectors.save syncs it. Not exclusive: the caller
-            # guarantees no change meanwhile, and queries keep searching during the save
-            active.save(path, exclusive=False)
-            restrict(path)
-            parts["vectors.hnsw"] = {
-                "file": HNSW_FILE,
-                "bytes": path.stat().st_size,
-                "sha256": _sha256(path),
-                "what": _WHAT["hnsw"],
-            }
+        parts.update(_write_vectors(tmp, active))
         meta = {
             "format": FORMAT,
             "what": "mnemonic recall index snapshot (mnemonic/index/snapshot.py)",
@@ -310,6 +297,30 @@ def save_snapshot(
         info.position,
     )
     return info
+
+
+def _write_vectors(
+    folder: Path, active: ExactVectors | HnswVectors
+) -> dict[str, dict[str, object]]:
+    parts: dict[str, dict[str, object]] = {}
+    if isinstance(active, ExactVectors):
+        matrix, present = active.export()
+        parts["vectors.matrix"] = _write_array(folder, "vectors.matrix", matrix, "vectors")
+        parts["vectors.present"] = _write_array(folder, "vectors.present", present, "vectors")
+        return parts
+    path = folder / HNSW_FILE
+    # usearch's own file; HnswVectors.save syncs it. Not exclusive: the caller guarantees
+    # no change meanwhile, and queries keep searching during the save
+    active.save(path, exclusive=False)
+    restrict(path)
+    parts["vectors.hnsw"] = {
+        "file": HNSW_FILE,
+        "bytes": path.stat().st_size,
+        "sha256": _sha256(path),
+        "what": _WHAT["hnsw"],
+    }
+    parts["vectors.signs"] = _write_array(folder, "vectors.signs", active.signs, "signs")
+    return parts
 
 
 def _write_array(folder: Path, name: str, array: Array, part: str) -> dict[str, object]:
@@ -598,7 +609,11 @@ def _vectors(
     path, _ = _checked_file(folder, parts, "vectors.hnsw")
     from mnemonic.index.hnsw import HnswVectors  # usearch only at scale
 
-    hnsw = HnswVectors.open(path, view=False)  # read into memory: the folder is deleted next
+    # a checkpoint from before the sign bits has none: HnswVectors reads them back
+    signs = None
+    if "vectors.signs" in parts:
+        signs = _array(folder, parts, "vectors.signs", np.dtype(np.uint64))
+    hnsw = HnswVectors.open(path, view=False, signs=signs)  # ValueError: signs don't match
     _expect(hnsw.dim == dim and hnsw.kind == kind, "the HNSW index differs from meta.json")
     _expect(len(hnsw) == count, "the vector count differs")
     vectors.adopt(hnsw)
