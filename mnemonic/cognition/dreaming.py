@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from mnemonic.distinct import distinct_count
 from mnemonic.encoding.llm_encode import unsupported_claims
 from mnemonic.llm.completion.base import CompletionRequest
 
@@ -525,10 +526,10 @@ def recurrences(
                     continue
                 docs = np.intersect1d(index.docs_of(pair[0]), index.docs_of(pair[1]))
                 eps = index.episode[docs]
-                distinct = len(np.unique(eps[eps >= 0]))
-                if distinct >= min_episodes:
+                episodes = distinct_count(eps[eps >= 0])
+                if episodes >= min_episodes:
                     found.append(
-                        Recurrence(x, y, tuple(int(d) for d in docs), distinct,
+                        Recurrence(x, y, tuple(int(d) for d in docs), episodes,
                                    float(idf[pair[0]] + idf[pair[1]]))
                     )  # fmt: skip
     found.sort(key=lambda r: (-r.episodes, -r.evidence, r.first, r.second))

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from mnemonic.distinct import distinct
 from mnemonic.store.base import Filters
 from mnemonic.store.models import MemoryState, MemoryType, Source
 from mnemonic.timeutil import ensure_utc, from_db
@@ -305,7 +306,7 @@ class MemoryColumns:
             column = getattr(blank, name)
             column[held] = getattr(arrays, name)[held]
             out[name] = column
-        used = np.unique(arrays.project[held])
+        used = distinct(arrays.project[held])
         used = used[used >= 0]
         recode = np.full(len(self._project_names) + 1, -1, np.int32)
         recode[used] = np.arange(len(used), dtype=np.int32)

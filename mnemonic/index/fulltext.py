@@ -59,6 +59,7 @@ from hashlib import blake2b
 import numpy as np
 import numpy.typing as npt
 
+from mnemonic.distinct import distinct_count
 from mnemonic.index.tokenize import tokens
 
 K1 = 1.2
@@ -178,7 +179,7 @@ def _segment_from_arrays(keys: Int64s, seqs: Int32s, freqs: Floats, gen: int) ->
     offsets = np.empty(len(uniq) + 1, np.int64)
     offsets[:-1] = starts
     offsets[-1] = len(keys)
-    documents = len(np.unique(seqs)) if len(seqs) else 0
+    documents = distinct_count(seqs)
     return Segment(np.ascontiguousarray(uniq), offsets, seqs, freqs, gen, documents)
 
 

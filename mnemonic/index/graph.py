@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from mnemonic.distinct import distinct
 from mnemonic.store.models import Relation
 
 RELATIONS: tuple[str, ...] = tuple(r.value for r in Relation)
@@ -203,7 +204,7 @@ def build_csr(job: CompactionInput) -> Csr:
     rows, others = np.array(rows_l, np.int64), np.array(others_l, np.int64)
     codes, values = np.array(codes_l, np.int8), np.array(values_l, np.float32)
     # base entries an overlay key hides
-    base_rows, base_pos = _gather(base.indptr, np.unique(rows))
+    base_rows, base_pos = _gather(base.indptr, distinct(rows))
     hidden = np.isin(
         _key(base_rows, base.other[base_pos].astype(np.int64), base.relation[base_pos]),
         _key(rows, others, codes),
@@ -273,7 +274,7 @@ class AssociationGraph:
         An edge between two of ``seqs`` comes back once in each direction, as the SQL
         ``neighbours`` returns it. Order is unspecified.
         """
-        wanted = np.unique(np.asarray(seqs, dtype=np.int64))
+        wanted = distinct(np.asarray(seqs, dtype=np.int64))
         with self._lock:
             base, frozen = self._base, self._frozen
             live = [(s, dict(self._live[s])) for s in wanted.tolist() if s in self._live]

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from mnemonic.distinct import distinct, distinct_count
+
 if TYPE_CHECKING:
     from mnemonic.index.hnsw import HnswVectors
 
@@ -86,7 +88,7 @@ def check_vectors(seqs: I64, vectors: F32, dim: int) -> F32:
 
 def last_wins(seqs: I64, vectors: F32) -> tuple[I64, F32]:
     """Drop all but the last write of a seq repeated within one call."""
-    if len(np.unique(seqs)) == len(seqs):
+    if distinct_count(seqs) == len(seqs):
         return seqs, vectors
     rev = seqs[::-1]
     _, first = np.unique(rev, return_index=True)
@@ -192,7 +194,7 @@ class ExactVectors:
         self._hi = max(self._hi, int(seqs.max()) + 1)
 
     def remove(self, seqs: I64) -> None:
-        seqs = np.unique(as_seqs(seqs))
+        seqs = distinct(as_seqs(seqs))
         seqs = within(seqs, self._present)
         self._present[seqs] = False
         self._count -= len(seqs)
@@ -300,7 +302,7 @@ class ExactVectors:
             rows = within(as_seqs(candidates), present)
             if allowed is not None:
                 rows = within(rows, allowed)
-            return np.unique(rows), present
+            return distinct(rows), present
         mask = present
         if allowed is not None:
             mask = np.zeros(hi, dtype=np.bool_)
