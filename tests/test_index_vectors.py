@@ -248,9 +248,7 @@ def test_hnsw_sparse_filter_searches_again_until_k_pass(far: bool) -> None:
         queries = centres[label[:5]] + rng.standard_normal((5, dim)).astype(np.float32) * 0.15
     exact = ExactVectors(dim)
     exact.set(seqs, vecs)
-    hnsw = HnswVectors(
-        dim, quantisation="f32", exact_rows=10, expansion_search=32, scan_ratio=0.0
-    )
+    hnsw = HnswVectors(dim, quantisation="f32", exact_rows=10, expansion_search=32, scan_ratio=0.0)
     hnsw.load(seqs, vecs)
     for q in queries:
         first = {s for s, _ in hnsw.search(q, 32)}
