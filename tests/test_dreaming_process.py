@@ -16,7 +16,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import anyio.to_process
 import psutil
 from support.store import Clock, with_database
 
@@ -26,9 +25,10 @@ from mnemonic.cognition.dreaming_plan import CyclePlan
 from mnemonic.config import DreamingConfig
 from mnemonic.encoding.text import content_hash
 from mnemonic.events.types import DreamCompleted, Event
+from mnemonic.runtime.worker_process import run_in_worker
 from mnemonic.store.database import Database
 from mnemonic.store.dreaming import SQLiteDreaming
-from mnemonic.store.dreaming_reads import load_plan, plan_on, plan_to_file
+from mnemonic.store.dreaming_reads import plan_in_worker, plan_on
 from mnemonic.store.models import Encoded, MemoryType, NewRaw, Source
 from mnemonic.store.sqlite import SQLiteStore
 from mnemonic.timeutil import to_db
@@ -138,14 +138,10 @@ def test_the_worker_process_decides_what_the_thread_decides_cold_and_warm(
         in_worker = TermCache(16)
         for cycle in range(2):  # cold, then warm (the cache came back from the worker)
             here = await db.run_read(partial(plan_on, params, in_thread, 0, 0))
-            out = tmp_path / f"plan-{cycle}.pickle"
-            answer = await anyio.to_process.run_sync(
-                partial(plan_to_file, str(path), 5000, params, in_worker, 0, 0, str(out)),
-                cancellable=True,
-            )
-            assert answer is None  # through the pipe: a few bytes, one atomic write
-            assert out.stat().st_mode & 0o077 == 0  # the terms are the user's: owner only
-            there = load_plan(out)
+            there = await run_in_worker(
+                tmp_path, "dreaming", CyclePlan, plan_in_worker, str(path), 5000, params,
+                in_worker, 0, 0,
+            )  # fmt: skip
             assert _decisions(there) == _decisions(here)
             assert here.strengthened and here.links and here.insights  # each step did work
             assert here.coretrieval_links > 0

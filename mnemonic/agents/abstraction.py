@@ -35,8 +35,6 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-import anyio.to_process
-
 from mnemonic.cognition.abstraction import (
     Child,
     Group,
@@ -55,6 +53,7 @@ from mnemonic.cognition.clustering import Cluster, GraphParams, find_clusters
 from mnemonic.config import AbstractionConfig
 from mnemonic.events.types import AbstractionCreated, Event, PatternDiscovered
 from mnemonic.llm.completion.base import Completer, NoCompleter
+from mnemonic.runtime.worker_process import run_in_worker
 from mnemonic.store.abstractions import (
     Created,
     Described,
@@ -202,22 +201,21 @@ class AbstractionAgent:
         counts["nodes"], counts["links"] = len(nodes), len(links)
         phases["snapshot"] = time.monotonic() - tick
         tick = time.monotonic()
-        work = partial(
-            find_clusters,
-            list(nodes),
-            list(links),
-            self._graph,
-            min_evidence=cfg.min_evidence,
-            max_concepts=cfg.max_concepts,
+        cluster = partial(
+            find_clusters, min_evidence=cfg.min_evidence, max_concepts=cfg.max_concepts
         )
         if len(nodes) >= cfg.process_min_nodes:
             # Louvain over thousands of nodes is seconds of pure Python: in a thread it
             # holds the GIL against every request (/query p95 3-10x quiet at 100k), in a
-            # worker process (anyio's pool; killed if the cycle is cancelled) it does not
-            clusters = await anyio.to_process.run_sync(work, cancellable=True)
+            # worker process (killed if the cycle is cancelled; its answer comes back
+            # through a private file, ``runtime.worker_process``) it does not
+            clusters = await run_in_worker(
+                self._store.folder, "abstraction", list, cluster, list(nodes), list(links),
+                self._graph,
+            )  # fmt: skip
             counts["clustered_in_process"] = 1
         else:
-            clusters = await asyncio.to_thread(work)
+            clusters = await asyncio.to_thread(cluster, list(nodes), list(links), self._graph)
         counts["cluster_us"] = int((time.monotonic() - tick) * 1e6)
         phases["cluster"] = time.monotonic() - tick
         tick = time.monotonic()

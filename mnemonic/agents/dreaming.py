@@ -32,15 +32,10 @@ import asyncio
 import dataclasses
 import logging
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
-from functools import partial
-from pathlib import Path
 from typing import Any
-
-import anyio.to_process
 
 from mnemonic.cognition.dreaming import (
     EpisodeNote,
@@ -56,6 +51,7 @@ from mnemonic.encoding.heuristic import encode
 from mnemonic.encoding.text import content_hash
 from mnemonic.events.types import DreamCompleted, Event, RawMemoryCreated
 from mnemonic.llm.completion.base import Completer, NoCompleter
+from mnemonic.runtime.worker_process import run_in_worker
 from mnemonic.store.dreaming import (
     CURSOR_META,
     QUERY_META,
@@ -63,14 +59,13 @@ from mnemonic.store.dreaming import (
     InsightPlan,
     SQLiteDreaming,
 )
-from mnemonic.store.dreaming_reads import load_plan, plan_to_file
+from mnemonic.store.dreaming_reads import plan_in_worker
 from mnemonic.store.models import MemoryType, NewRaw, Source
 
 log = logging.getLogger(__name__)
 
 LLM_SOURCE_CHARS = 600  # characters of each source shown to the LLM
 LLM_SOURCES = 8
-PLAN_FILE = ".dreaming-plan-"  # a worker's plan, beside the database until it is read
 
 COUNT_KEYS = (
     "replayed",
@@ -183,17 +178,13 @@ class DreamingAgent:
         after = int(await self._store.get_meta(QUERY_META) or 0)
         if await self._store.live_count() >= self._cfg.process_min_memories:
             # the plan comes back through a private file, not the worker's pipe
-            # (``store.dreaming_reads.plan_to_file`` says why)
-            out = await asyncio.to_thread(_fresh_plan_file, self._store.path)
-            work = partial(
-                plan_to_file, str(self._store.path), self._busy_timeout_ms, self._params,
-                self._terms, cursor, after, str(out),
+            # (``runtime.worker_process`` says why)
+            plan = await run_in_worker(
+                self._store.path.parent, "dreaming", CyclePlan, plan_in_worker,
+                str(self._store.path), self._busy_timeout_ms, self._params, self._terms,
+                cursor, after,
             )  # fmt: skip
-            try:
-                await anyio.to_process.run_sync(work, cancellable=True)
-                return await asyncio.to_thread(load_plan, out), True
-            finally:
-                out.unlink(missing_ok=True)
+            return plan, True
         return await self._store.plan(self._params, self._terms, cursor, after, _yield_gil), False
 
     async def _cooling(self, at: float) -> bool:
@@ -290,14 +281,6 @@ def _yield_gil() -> None:
     """Let the event loop's thread take the GIL between slices of pure-Python work (with 2
     cores a worker thread otherwise holds it in 5 ms turns against every request)."""
     time.sleep(0)
-
-
-def _fresh_plan_file(database: Path) -> Path:
-    """A new random name for a worker's plan beside ``database``, after deleting any a
-    daemon killed mid-cycle left there."""
-    for stale in database.parent.glob(f"{PLAN_FILE}*"):
-        stale.unlink(missing_ok=True)
-    return database.with_name(f"{PLAN_FILE}{uuid.uuid4().hex}.pickle")
 
 
 def _ms(since: float) -> float:

@@ -19,6 +19,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from mnemonic.cognition.abstraction import (
@@ -156,6 +157,11 @@ class SQLiteAbstractions:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+
+    @property
+    def folder(self) -> Path:
+        """The database's folder (private: a worker process's answer is written there)."""
+        return self.db.path.parent
 
     # ---- the cycle's reads ---------------------------------------------------------------
     async def snapshot(self, max_nodes: int, salient_share: float) -> tuple[list[Node], list[Link]]:

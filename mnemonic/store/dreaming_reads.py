@@ -2,7 +2,7 @@
 entry point that runs a cycle's read side on a connection of its own.
 
 ``store.dreaming.SQLiteDreaming`` runs these on the daemon's pooled readers; at scale the
-dreamer runs ``plan_to_file`` in a worker process instead (``cognition.dreaming_plan``
+dreamer runs ``plan_in_worker`` in a worker process instead (``cognition.dreaming_plan``
 says why): a process cannot borrow the daemon's connections, so this is the one place
 besides ``store.database`` that opens one, read-only (``mode=ro``, ``query_only``). WAL
 lets it read beside the daemon's writer. This module imports nothing heavy (no embedding
@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import pickle
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -209,37 +207,15 @@ def plan_on(
     )
 
 
-def plan_to_file(
+def plan_in_worker(
     path: str,
     busy_timeout_ms: int,
     p: PlanParams,
     terms: TermCache,
     cursor: int,
     query_after: int,
-    out: str,
-) -> None:
-    """The worker-process path: a cycle's plan over a connection of its own, pickled to
-    the new file ``out`` (owner-only) instead of returned.
-
-    Why a file: anyio's worker writes its answer with one unbuffered ``write`` and does
-    not check how much of it went out. A signal that stops the worker while it is blocked
-    writing into the full pipe (a debugger or profiler attaching, a ``SIGSTOP``/``SIGCONT``,
-    a laptop suspending) ends that ``write`` short, and the daemon then waits forever for
-    the missing bytes: a profiled 100k run hung exactly so (8.7 MB of term cache in the
-    answer). An answer of a few bytes fits the pipe in one atomic write."""
+) -> CyclePlan:
+    """The worker-process path: a cycle's plan over a connection of its own (its answer
+    comes back through ``runtime.worker_process``'s private file, not the pipe)."""
     with open_reader(path, busy_timeout_ms) as conn:
-        plan = plan_on(p, terms, cursor, query_after, conn)
-    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        pickle.dump(plan, f, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def load_plan(out: Path) -> CyclePlan:
-    """The plan ``plan_to_file`` wrote. Unpickling is safe here as it is for anyio's own
-    answers: the file is new (``O_EXCL``), owner-only, under a random name the daemon
-    chose in its private data folder, and written by the daemon's own worker."""
-    with out.open("rb") as f:
-        plan = pickle.load(f)  # noqa: S301 - our worker's file, see above
-    if not isinstance(plan, CyclePlan):
-        raise TypeError(f"{out} holds no cycle plan")
-    return plan
+        return plan_on(p, terms, cursor, query_after, conn)
