@@ -316,7 +316,7 @@ class RecallConfig(_Section):
         512, ge=0, le=100_000, description="Query vectors kept for repeated queries (0 = none)."
     )
     vector_exact_max: int = Field(
-        200_000,
+        50_000,
         ge=1,
         description="Vectors searched exactly up to this many; past it an HNSW index (usearch).",
     )

@@ -1,10 +1,11 @@
 """Vector search keyed by seq: an exact numpy matrix, and the adaptive switch to HNSW.
 
 SQLite holds the vectors (the source of truth); these copies answer nearest-neighbour
-queries. Below a few hundred thousand memories one matrix product over every unit vector
-is exact and fast (3.5 ms at 100k x 384 float32); above that the float32 matrix alone
-outgrows the daemon's memory budget (1.5 GB at 1M), so :class:`AdaptiveVectors` moves to a
-quantised usearch HNSW graph (:mod:`mnemonic.index.hnsw`) once it passes ``exact_max``.
+queries. For a small store one matrix product over every unit vector is exact and fast;
+past ``exact_max`` (``recall.vector_exact_max``, 50k) :class:`AdaptiveVectors` moves to a
+quantised usearch HNSW graph (:mod:`mnemonic.index.hnsw`): at 100k the float32 matrix
+costs 154 MB and 3.5 ms a query, the int8 graph 90 MB and about a millisecond, and at 1M
+the matrix alone would outgrow the daemon's memory budget (1.5 GB).
 
 Rows are indexed by seq directly, so there is no seq -> row dict to keep in step and a
 filter arrives as ``allowed``, a bool array indexed by seq. Mutations come from one thread
