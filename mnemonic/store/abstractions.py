@@ -40,6 +40,7 @@ from mnemonic.cognition.abstraction import (
 from mnemonic.cognition.clustering import Link, Node, terms_of
 from mnemonic.jsonsafe import loads_stored
 from mnemonic.store.database import Database
+from mnemonic.store.sql_lists import IN_JSON
 from mnemonic.timeutil import from_db, to_db
 
 LEVELS = ("pattern", "principle", "axiom")
@@ -196,8 +197,8 @@ class SQLiteAbstractions:
                 for a, b, s in conn.execute(
                     "SELECT source_seq, target_seq, max(strength) FROM associations"
                     " WHERE relation NOT IN ('contradicts', 'supersedes')"
-                    " AND source_seq IN (SELECT value FROM json_each(?))"
-                    " AND +target_seq IN (SELECT value FROM json_each(?))"
+                    f" AND source_seq IN {IN_JSON}"
+                    f" AND +target_seq IN {IN_JSON}"
                     " GROUP BY source_seq, target_seq",
                     (seqs, seqs),
                 )
@@ -224,8 +225,7 @@ class SQLiteAbstractions:
             return [
                 str(s)
                 for (s,) in conn.execute(
-                    "SELECT summary FROM memories WHERE seq IN (SELECT value FROM json_each(?))"
-                    " ORDER BY seq",
+                    f"SELECT summary FROM memories WHERE seq IN {IN_JSON} ORDER BY seq",
                     (wanted,),
                 )
             ]
@@ -237,8 +237,7 @@ class SQLiteAbstractions:
             return [
                 str(t)
                 for (t,) in conn.execute(
-                    "SELECT title FROM abstractions WHERE id IN (SELECT value FROM json_each(?))"
-                    " ORDER BY id",
+                    f"SELECT title FROM abstractions WHERE id IN {IN_JSON} ORDER BY id",
                     (json.dumps(list(ids)),),
                 )
             ]
@@ -391,8 +390,7 @@ class SQLiteAbstractions:
             scores = {
                 r[0]: (float(r[1]), float(r[2]))
                 for r in conn.execute(
-                    "SELECT id, confidence, strength FROM abstractions"
-                    " WHERE id IN (SELECT value FROM json_each(?))",
+                    f"SELECT id, confidence, strength FROM abstractions WHERE id IN {IN_JSON}",
                     (json.dumps([m.id for m in made]),),
                 )
             }
@@ -575,7 +573,7 @@ def _memory_ids(conn: sqlite3.Connection, seqs: Sequence[int]) -> tuple[str, ...
     return tuple(
         i
         for (i,) in conn.execute(
-            "SELECT id FROM memories WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq",
+            f"SELECT id FROM memories WHERE seq IN {IN_JSON} ORDER BY seq",
             (json.dumps(list(seqs)),),
         )
     )

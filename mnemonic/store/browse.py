@@ -30,6 +30,7 @@ from mnemonic.store.models import (
     Relation,
     Source,
 )
+from mnemonic.store.sql_lists import IN_JSON
 from mnemonic.store.sqlite import _memory, _placeholders, filter_sql
 from mnemonic.timeutil import from_db, to_db, utcnow
 
@@ -418,8 +419,7 @@ def _subgraph(conn: sqlite3.Connection, seqs: list[int], truncated: bool) -> Gra
             timestamp=from_db(r[8]),
         )
         for r in conn.execute(
-            f"SELECT {_NODE_COLUMNS} FROM memories"
-            " WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq",
+            f"SELECT {_NODE_COLUMNS} FROM memories WHERE seq IN {IN_JSON} ORDER BY seq",
             (wanted,),
         )
     ]

@@ -31,15 +31,14 @@ from mnemonic.cognition.dreaming import TermCache
 from mnemonic.cognition.dreaming_plan import CyclePlan, Link, PlanParams
 from mnemonic.store.database import Database
 from mnemonic.store.dreaming_reads import (
-    IN_JSON,
     LIVE,
     SOURCE,
     ConnReads,
-    json_ids,
     plan_on,
     strings,
 )
 from mnemonic.store.models import Encoded, NewRaw, RawStatus
+from mnemonic.store.sql_lists import IN_JSON, json_list
 from mnemonic.store.sqlite import _accept_one
 from mnemonic.timeutil import from_db, to_db
 
@@ -207,7 +206,7 @@ class SQLiteDreaming:
                 " e.started_at FROM memories m LEFT JOIN episode_memories em"
                 " ON em.memory_seq = m.seq LEFT JOIN episodes e ON e.id = em.episode_id"
                 f" WHERE m.seq IN {IN_JSON}",
-                (json_ids(sorted(set(seqs))),),
+                (json_list(sorted(set(seqs))),),
             ).fetchall()
 
         rows = await self.db.run_read(work)
@@ -228,7 +227,7 @@ class SQLiteDreaming:
             for plan in plans:
                 there = conn.execute(
                     f"SELECT count(*) FROM memories WHERE seq IN {IN_JSON}",
-                    (json_ids(plan.sources),),
+                    (json_list(plan.sources),),
                 ).fetchone()[0]
                 if there != len(set(plan.sources)):
                     continue

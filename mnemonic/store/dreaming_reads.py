@@ -28,15 +28,11 @@ from mnemonic.cognition.dreaming_plan import (
     TermRow,
     plan_cycle,
 )
+from mnemonic.store.sql_lists import IN_JSON, json_list
 
 SOURCE = "dreaming"
 LIVE = "('active', 'fading')"
 TERM_PAGE = 20_000
-IN_JSON = "(SELECT value FROM json_each(?))"
-
-
-def json_ids(items: Sequence[int | str]) -> str:
-    return json.dumps(list(items))
 
 
 def strings(blob: str | None) -> list[str]:
@@ -95,7 +91,7 @@ class ConnReads:
         """Every link with an end in ``seqs`` at or above ``min_strength``."""
         if not seqs:
             return []
-        ids = json_ids(sorted(set(seqs)))
+        ids = json_list(sorted(set(seqs)))
         rows = self.conn.execute(
             "SELECT source_seq, target_seq, relation, strength FROM associations"
             f" WHERE source_seq IN {IN_JSON} AND strength >= ?"

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from mnemonic.jsonsafe import dumps_stored, loads_stored
 from mnemonic.store.database import Database
 from mnemonic.store.models import MemoryType
+from mnemonic.store.sql_lists import IN_JSON
 from mnemonic.timeutil import to_db, utcnow
 
 WATERMARK_KEY = "enrichment.watermark"
@@ -205,8 +206,7 @@ class SQLiteEnrichment:
             if not examined:
                 return QueuedWork([], [], len(queue))
             rows = conn.execute(
-                f"{_CANDIDATE_SQL} WHERE m.seq IN (SELECT value FROM json_each(?))"
-                f" AND {_LIVE} AND NOT {_LLM_ENCODED}",
+                f"{_CANDIDATE_SQL} WHERE m.seq IN {IN_JSON} AND {_LIVE} AND NOT {_LLM_ENCODED}",
                 (json.dumps(examined),),
             ).fetchall()
             by_seq = {int(r["seq"]): _candidate(r) for r in rows}
@@ -231,7 +231,7 @@ class SQLiteEnrichment:
             rows = conn.execute(
                 f"SELECT m.seq FROM memories m WHERE {_LIVE} AND NOT {_LLM_ENCODED}"
                 f" AND (m.created_at >= ? OR ({_STALE_LLM} AND m.updated_at >= ?))"
-                " AND m.seq NOT IN (SELECT value FROM json_each(?))"
+                f" AND m.seq NOT IN {IN_JSON}"
                 " ORDER BY m.seq DESC LIMIT ?",
                 (when, when, json.dumps(queue), room),
             ).fetchall()

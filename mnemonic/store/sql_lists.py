@@ -1,0 +1,18 @@
+"""A list of values as one SQL parameter: ``x IN (SELECT value FROM json_each(?))``.
+
+One JSON text instead of one ``?`` per value: the statement stays the same whatever the
+list's length (so SQLite's statement cache keeps it), and no list can pass SQLite's limit
+on bound parameters.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+IN_JSON = "(SELECT value FROM json_each(?))"
+"""Follows ``IN``; bind ``json_list(values)``."""
+
+
+def json_list(values: Iterable[int | str]) -> str:
+    return json.dumps(list(values))
