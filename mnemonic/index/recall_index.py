@@ -41,6 +41,7 @@ from mnemonic.index.supersessions import Supersessions
 from mnemonic.index.vectors import AdaptiveVectors
 from mnemonic.llm.embedding import Vectors
 from mnemonic.store.base import Filters
+from mnemonic.store.database import in_read_transaction
 
 log = logging.getLogger(__name__)
 
@@ -54,17 +55,6 @@ def read_supersessions(conn: sqlite3.Connection) -> list[tuple[int, int]]:
         "SELECT source_seq, target_seq FROM associations WHERE relation = 'supersedes'"
     ).fetchall()
     return [(int(a), int(b)) for a, b in rows]
-
-
-def _in_read(
-    conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], tuple[IndexDelta, int]]
-) -> tuple[IndexDelta, int]:
-    """``fn`` inside one read transaction: the log's notes and the values agree."""
-    conn.execute("BEGIN")
-    try:
-        return fn(conn)
-    finally:
-        conn.execute("COMMIT")
 
 
 class _Resync:
@@ -349,7 +339,10 @@ class RecallIndex:
                 assert checkpoint is not None
                 position = checkpoint.position
                 delta, self.replayed = await read(
-                    lambda conn: _in_read(conn, lambda c: self._reader.since(c, position))
+                    # one transaction: the log's notes and the values agree
+                    lambda conn: in_read_transaction(
+                        conn, lambda c: self._reader.since(c, position)
+                    )
                 )
                 return built, delta
         except Exception:  # never fail the build for the cache's sake

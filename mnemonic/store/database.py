@@ -349,7 +349,8 @@ class Database:
             if feed is not None:
                 # a pragma such as temp_store drops TEMP tables and triggers: set them again
                 await _on_thread(writer, feed.setup)
-                delta = await _on_thread(writer, partial(_read_changes, feed=feed))
+                # what a maintenance step (no transaction of its own) changed, read in one
+                delta = await _on_thread(writer, partial(in_read_transaction, fn=feed.read))
                 if delta is not None:
                     feed.apply(delta)
             return result
@@ -446,11 +447,11 @@ def _in_transaction(
     return result, conn.total_changes != before, delta
 
 
-def _read_changes(conn: sqlite3.Connection, feed: ChangeFeed) -> object | None:
-    """What a maintenance step (no transaction of its own) changed, read in one."""
+def in_read_transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+    """``fn`` inside one read transaction, so everything it reads is of one moment."""
     conn.execute("BEGIN")
     try:
-        return feed.read(conn)
+        return fn(conn)
     finally:
         conn.execute("COMMIT")
 
