@@ -272,9 +272,9 @@ def test_hnsw_sign_scan_matches_exact_search() -> None:
     hnsw = HnswVectors(dim, quantisation="f32", exact_rows=10)
     hnsw.load(seqs, vecs)
     few = np.zeros(n + 1, dtype=np.bool_)
-    few[rng.choice(seqs, 600, replace=False)] = True  # within the pool: every row scored
-    many = rng.random(n + 1) < 0.6  # 3,600 rows: the 1,000 nearest by sign are scored
-    assert hnsw._scan_pays(10, 600) and hnsw._scan_pays(10, 3600)
+    few[rng.choice(seqs, 300, replace=False)] = True  # within the pool: every row scored
+    many = rng.random(n + 1) < 0.6  # 3,600 rows: the 400 nearest by sign are scored
+    assert hnsw._scan_pays(10, 300) and hnsw._scan_pays(10, 3600)
     near = vecs[rng.choice(n, 30)] + rng.standard_normal((30, dim)).astype(np.float32) * 0.03
     queries = (near / np.linalg.norm(near, axis=1, keepdims=True)).astype(np.float32)
     for q in queries:

@@ -10,7 +10,7 @@ served three ways, by cost:
   keep k that pass, and a search costs in proportion to the count asked: at 1M 7 ms at 600,
   55 ms at 3,600, 139 ms at 8,192): a **sign scan**. Each vector's signs are kept as bits
   (48 bytes at 384-d, beside the graph); the passing rows' bits are compared with the
-  query's by Hamming distance, and the ``_SCAN_POOL`` closest are fetched from the index
+  query's by Hamming distance, and the closest few hundred are fetched from the index
   and scored exactly. Its cost grows with the rows that pass, not with the count asked: a
   project of 2% of 1M rows took 111 ms through the graph and takes 6 ms so. On real
   MiniLM embeddings at 1M (``bench/vectors.py``, 5% projects) its recall@10 is 0.984
@@ -74,11 +74,14 @@ of its first answers that passed."""
 _MARGIN = 2.0
 """A second filtered graph search asks for k / (share of the first answers that passed) x
 this, so the share's noise rarely needs a third."""
-_SCAN_POOL = 1000
-"""Rows a sign scan scores exactly. On real MiniLM embeddings (200k, a 5% project) recall@10
-against exact float search is 0.969 at 200, 0.983 at 400, 0.989 at 1000, and 0.992 when every
-passing row is scored from its int8 vector (the quantisation's own ceiling); 1000 rows cost
-about 2 ms to fetch from the index."""
+_SCAN_POOL_MIN = 400
+_SCAN_POOL_PER_K = 16
+"""Rows a sign scan scores exactly: 16 per neighbour asked, at least 400 (recall's 60 entry
+points: 960; the encoder's 10 link candidates: 400). On real MiniLM embeddings (200k, a 5%
+project) recall@10 against exact float search is 0.969 at 200, 0.983 at 400, 0.989 at
+1000, and 0.992 when every passing row is scored from its int8 vector (the quantisation's
+own ceiling); fetching 1,000 rows from the index costs about 2 ms, which at one pool per
+new memory was a tenth of the encoder's time during a 100k ingest (py-spy)."""
 SCAN_RATIO = 120.0
 """Rows a sign scan covers for the cost of one neighbour the graph is expected to be asked
 for; the scan is chosen below that. Measured at 1M (k = 60, one query at a time), scan
@@ -441,13 +444,13 @@ class HnswVectors:
         return passing < asked * self.scan_ratio
 
     def _scan(self, block: F32, k: int, rows: I64) -> list[Hits]:
-        """Hamming distance of the rows' sign bits to each query's, then the ``_SCAN_POOL``
-        nearest scored exactly (see the module docstring)."""
+        """Hamming distance of the rows' sign bits to each query's, then the pool nearest
+        scored exactly (see ``_SCAN_POOL_PER_K``)."""
         signs = self._signs  # a reference: a write replaces the array, never resizes it
         held = np.take(signs, rows, axis=0)  # 6x faster than signs[rows]
         query_signs = self._sign_bits(self._prepare(block))
         units = _normalise(block)
-        pool = max(_SCAN_POOL, 4 * k)
+        pool = max(_SCAN_POOL_MIN, _SCAN_POOL_PER_K * k)
         out: list[Hits] = []
         for j in range(len(block)):
             bits = np.bitwise_count(held ^ query_signs[j])
