@@ -294,6 +294,53 @@ def test_hnsw_sign_scan_matches_exact_search() -> None:
     assert hnsw.describe()["sign_scan"] is True
 
 
+def test_hnsw_filtered_searches_survive_rows_removed_meanwhile() -> None:
+    """A search picks its rows without the index's lock; rows a writer removes before it
+    fetches their vectors are left out, not an error (the exact path and the sign scan;
+    measured before the fix: 104 of 1,376 scans at 200k raised ValueError)."""
+    rng = np.random.default_rng(23)
+    n, dim = 6000, 64
+    vecs = clustered(rng, n, dim)
+    seqs = np.arange(1, n + 1, dtype=np.int64)
+    hnsw = HnswVectors(dim, quantisation="f32", exact_rows=200)
+    hnsw.load(seqs, vecs)
+    wide = rng.random(n + 1) < 0.3  # ~1,800 rows: the sign scan
+    narrow = np.zeros(n + 1, dtype=np.bool_)
+    narrow[rng.choice(seqs, 150, replace=False)] = True  # the exact path
+    assert hnsw._scan_pays(10, int(wide.sum())) and int(narrow.sum()) <= hnsw.exact_rows
+    doomed = rng.permutation(np.flatnonzero(wide | narrow))[:1200].astype(np.int64)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def remover() -> None:
+        for seq in doomed:
+            hnsw.remove(np.array([seq], dtype=np.int64))
+        stop.set()
+
+    def searcher(mask: npt.NDArray[np.bool_]) -> None:
+        queries = clustered(np.random.default_rng(int(mask.sum())), 8, dim)
+        while not stop.is_set():
+            for q in queries:
+                try:
+                    hits = hnsw.search(q, 10, mask)
+                except Exception as exc:  # any error fails the test below
+                    errors.append(exc)
+                    return
+                assert all(mask[s] for s, _ in hits)
+
+    threads = [threading.Thread(target=searcher, args=(m,)) for m in (wide, narrow)]
+    for t in threads:
+        t.start()
+    remover()
+    for t in threads:
+        t.join()
+    assert errors == []
+    gone = set(doomed.tolist())
+    for q in clustered(rng, 5, dim):
+        for mask in (wide, narrow):
+            assert not gone & {s for s, _ in hnsw.search(q, 50, mask)}
+
+
 def test_hnsw_replace_and_remove() -> None:
     rng = np.random.default_rng(9)
     vecs = unit(rng, 300, 16)

@@ -208,7 +208,7 @@ class HnswVectors:
             grown = np.zeros(size, np.bool_)
             grown[: len(present)] = present
             present = grown
-        if top >= len(self._signs):
+        if len(self._signs) < len(present):
             wider = np.zeros((len(present), self._words), np.uint64)
             wider[: len(self._signs)] = self._signs
             self._signs = wider  # replaced, never resized: searches hold the old one
@@ -351,19 +351,24 @@ class HnswVectors:
         )
         keys = np.asarray(index.keys, dtype=np.int64)
         if len(keys):
-            out._mark(keys, True)
+            if signs is not None:
+                if signs.ndim != 2 or signs.shape[1] != out._words or len(signs) <= keys.max():
+                    raise ValueError("the sign bits do not match the index")
+                out._signs = np.ascontiguousarray(signs, dtype=np.uint64)  # adopted, no copy
+            out._mark(keys, True)  # widens the signs only if present outgrows them
             if signs is None:
                 out._signs_from_index(keys)
-            elif signs.ndim != 2 or signs.shape[1] != out._words or len(signs) <= keys.max():
-                raise ValueError("the sign bits do not match the index")
-            else:
-                rows = max(len(signs), len(out._present))
-                out._signs = np.zeros((rows, out._words), dtype=np.uint64)
-                out._signs[: len(signs)] = signs
         out._count = len(keys)
         return out
 
     # ---- searches --------------------------------------------------------------------------
+
+    def _present_vectors(self, seqs: I64) -> tuple[I64, F32]:
+        """Those of ``seqs`` still present and their vectors; call with the lock held. A
+        search picks its rows without the lock, and a row removed since (a forget on the
+        writer's thread) has no vector left to fetch."""
+        keep = within(seqs, self._present)
+        return keep, self._fetch(keep)
 
     def _fetch(self, seqs: I64) -> F32:
         """Unit float32 vectors of present ``seqs`` (decoded from the index's dtype)."""
@@ -372,13 +377,12 @@ class HnswVectors:
         got = self._index.get(seqs.astype(np.uint64), dtype="f32")
         if not isinstance(got, tuple):
             raise RuntimeError("usearch returned no batch")
-        rows = cast(tuple[F32, ...], got)  # every seq asked for is present
+        rows = cast(tuple[F32, ...], got)  # present seqs only (``_present_vectors``)
         return _normalise(np.concatenate(rows).reshape(len(seqs), self._dim))
 
     def vectors_for(self, seqs: Sequence[int] | I64) -> dict[int, F32]:
-        keep = within(as_seqs(seqs), self._present)
         with self._lock:
-            vecs = self._fetch(keep)
+            keep, vecs = self._present_vectors(as_seqs(seqs))
         return {int(s): v for s, v in zip(keep, vecs, strict=True)}
 
     def search(
@@ -394,7 +398,8 @@ class HnswVectors:
         candidates_per_query: Sequence[I64 | None],
     ) -> list[Hits]:
         """Per group of queries sharing their arrays: an exact product over few allowed
-        rows, else one batched graph search, oversampled and filtered when filtered."""
+        rows, a sign scan or a graph search (filtered) otherwise, as ``_search_group``
+        chooses."""
         queries = np.asarray(queries, dtype=np.float32)
         if queries.ndim != 2 or queries.shape[1] != self._dim:
             raise ValueError(f"queries must have shape [b, {self._dim}]")
@@ -459,13 +464,13 @@ class HnswVectors:
                 distance += bits[:, word]
             near = rows if len(rows) <= pool else rows[np.argpartition(distance, pool)[:pool]]
             with self._lock:
-                vecs = self._fetch(near)
+                near, vecs = self._present_vectors(near)
             out.append(top_k(vecs @ units[j], near, k))
         return out
 
     def _exact(self, block: F32, k: int, rows: I64) -> list[Hits]:
         with self._lock:
-            vecs = self._fetch(rows)
+            rows, vecs = self._present_vectors(rows)
         scores = _normalise(block) @ vecs.T
         return [top_k(scores[j], rows, k) for j in range(len(block))]
 
