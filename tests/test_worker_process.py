@@ -38,13 +38,17 @@ def worker_files(folder: Path) -> list[str]:
 
 
 def test_a_large_answer_comes_back_whole_and_leaves_no_file(tmp_path: Path) -> None:
-    stale = tmp_path / f"{PREFIX}clusters-left-by-a-killed-daemon.pickle"
+    stale = tmp_path / f"{PREFIX}clusters-{'ab' * 16}.pickle"  # a killed daemon's
     stale.write_bytes(b"junk")
-    other = tmp_path / f"{PREFIX}dreaming-in-flight.pickle"  # another caller's: kept
-    other.write_bytes(b"x")
+    others = [  # other callers' answers, maybe in flight: kept
+        tmp_path / f"{PREFIX}dreaming-{'cd' * 16}.pickle",
+        tmp_path / f"{PREFIX}clusters-x-{'ef' * 16}.pickle",  # the caller "clusters-x"
+    ]
+    for other in others:
+        other.write_bytes(b"x")
     answer = asyncio.run(run_in_worker(tmp_path, "clusters", list, big_answer, 400_000))
     assert answer == list(range(400_000))
-    assert worker_files(tmp_path) == [other.name]
+    assert worker_files(tmp_path) == sorted(o.name for o in others)
 
 
 def test_a_worker_stopped_and_continued_mid_answer_still_answers(tmp_path: Path) -> None:

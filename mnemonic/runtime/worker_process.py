@@ -51,7 +51,7 @@ async def run_in_worker(
 
 def _fresh_file(folder: Path, name: str) -> Path:
     """A new random file name for ``name``'s answer, after deleting any left behind."""
-    for stale in folder.glob(f"{PREFIX}{name}-*"):
+    for stale in folder.glob(f"{PREFIX}{name}-{'[0-9a-f]' * 32}.pickle"):
         stale.unlink(missing_ok=True)
     return folder / f"{PREFIX}{name}-{uuid.uuid4().hex}.pickle"
 
