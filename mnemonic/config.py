@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -201,6 +201,41 @@ class EncodingConfig(_Section):
     )
 
 
+RELATION_WEIGHTS: dict[str, float] = {
+    "similar": 0.3,
+    "temporal": 1.0,
+    "reinforces": 0.5,
+    "contradicts": 0.3,
+    "caused_by": 0.8,
+    "part_of": 0.7,
+    "supersedes": 0.6,
+    "related": 0.5,
+}
+TYPE_WEIGHTS: dict[str, float] = dict.fromkeys(
+    ("decision", "error", "insight", "learning", "general", "handoff"), 1.0
+)
+SOURCE_WEIGHTS: dict[str, float] = dict.fromkeys(
+    (
+        "api",
+        "mcp",
+        "terminal",
+        "filesystem",
+        "clipboard",
+        "git",
+        "user",
+        "ingest",
+        "cli",
+        "dreaming",
+    ),
+    1.0,
+)
+_WEIGHT_DEFAULTS = {
+    "relation_weights": RELATION_WEIGHTS,
+    "type_weights": TYPE_WEIGHTS,
+    "source_weights": SOURCE_WEIGHTS,
+}
+
+
 class RecallConfig(_Section):
     fts_candidates: int = Field(60, ge=1, le=1000, description="BM25 entry points per query.")
     vector_candidates: int = Field(60, ge=1, le=1000, description="Vector entry points.")
@@ -227,16 +262,7 @@ class RecallConfig(_Section):
         1.0, ge=0, description="Weight of spread activation against direct hits."
     )
     relation_weights: dict[str, float] = Field(
-        default_factory=lambda: {
-            "similar": 0.3,
-            "temporal": 1.0,
-            "reinforces": 0.5,
-            "contradicts": 0.3,
-            "caused_by": 0.8,
-            "part_of": 0.7,
-            "supersedes": 0.6,
-            "related": 0.5,
-        },
+        default_factory=lambda: dict(RELATION_WEIGHTS),
         description="How well each relation type carries activation.",
     )
     pattern_weight: float = Field(
@@ -261,30 +287,31 @@ class RecallConfig(_Section):
         0.05, ge=0, le=1, description="Boost share for significance."
     )
     type_weights: dict[str, float] = Field(
-        default_factory=lambda: {
-            "decision": 1.0,
-            "error": 1.0,
-            "insight": 1.0,
-            "learning": 1.0,
-            "general": 1.0,
-            "handoff": 1.0,
-        },
-        description="Multiplier by memory type.",
+        default_factory=lambda: dict(TYPE_WEIGHTS), description="Multiplier by memory type."
     )
     source_weights: dict[str, float] = Field(
-        default_factory=lambda: {
-            "api": 1.0,
-            "mcp": 1.0,
-            "terminal": 1.0,
-            "filesystem": 1.0,
-            "clipboard": 1.0,
-            "git": 1.0,
-            "user": 1.0,
-            "ingest": 1.0,
-            "cli": 1.0,
-        },
-        description="Multiplier by memory source.",
+        default_factory=lambda: dict(SOURCE_WEIGHTS), description="Multiplier by memory source."
     )
+
+    @field_validator("relation_weights", "type_weights", "source_weights")
+    @classmethod
+    def _weights_over_defaults(
+        cls, value: dict[str, float], info: ValidationInfo
+    ) -> dict[str, float]:
+        """A partial mapping changes only the keys it names. Without this, one variable such
+        as ``MNEMONIC_RECALL__RELATION_WEIGHTS__RELATED=0.25`` (or a config.yaml listing one
+        relation) replaced the whole mapping, and every relation it left out stopped
+        carrying activation: LoCoMo R@10 fell from 0.731 to 0.682 that way. A misspelt key
+        would have been ignored the same way, so an unknown one is refused by name."""
+        defaults = _WEIGHT_DEFAULTS[str(info.field_name)]
+        unknown = sorted(set(value) - set(defaults))
+        if unknown:
+            raise ValueError(f"unknown keys {unknown}; known: {sorted(defaults)}")
+        negative = sorted(k for k, v in value.items() if v < 0)
+        if negative:
+            raise ValueError(f"weights must be >= 0: {negative}")
+        return {**defaults, **value}
+
     mmr_lambda: float = Field(
         0.8, ge=0, le=1, description="MMR relevance share (1 = no diversification)."
     )

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mnemonic.cli.runtime import merge_overrides
-from mnemonic.config import Config, load_config
+from mnemonic.config import RELATION_WEIGHTS, TYPE_WEIGHTS, Config, load_config
 from mnemonic.config_sources import (
     MASK,
     alias_overrides,
@@ -117,13 +117,18 @@ def test_a_dict_as_json_and_as_nested_keys_follows_environment_order(json_first:
         cfg = load_config(None)
         found = by_key(cfg, None, env, None)
     weights = cfg.recall.relation_weights
-    assert weights == ({"similar": 0.2, "temporal": 0.4} if json_first else {"similar": 0.2})
+    set_here = {"similar": 0.2, "temporal": 0.4} if json_first else {"similar": 0.2}
+    # the keys no source names keep their defaults, and say so
+    assert weights == {**RELATION_WEIGHTS, **set_here}
     assert {k for k in found if k.startswith("recall.relation_weights.")} == {
         f"recall.relation_weights.{k}" for k in weights
     }
     assert found["recall.relation_weights.similar"].origin == whole[0]
     if json_first:
         assert found["recall.relation_weights.temporal"].origin == nested[0]
+    else:
+        assert found["recall.relation_weights.temporal"].source == "default"
+    assert found["recall.relation_weights.related"].source == "default"
 
 
 def test_dict_keys_merge_across_sources(tmp_path: Path) -> None:
@@ -134,10 +139,12 @@ def test_dict_keys_merge_across_sources(tmp_path: Path) -> None:
     with environment(environ) as env:
         cfg = load_config(path, **flags)
         found = by_key(cfg, path, env, flags)
-    assert cfg.recall.type_weights == {"decision": 2.0, "error": 3.0, "insight": 4.0}
+    named = {"decision": 2.0, "error": 3.0, "insight": 4.0}
+    assert cfg.recall.type_weights == {**TYPE_WEIGHTS, **named}
     assert found["recall.type_weights.decision"].label == f"file ({path})"
     assert found["recall.type_weights.error"].label == "env (MNEMONIC_RECALL__TYPE_WEIGHTS__ERROR)"
     assert found["recall.type_weights.insight"].label == "flag"
+    assert found["recall.type_weights.general"].label == "default"
     assert found["recall.spread_hops"].label == "default"
 
 
@@ -330,6 +337,9 @@ def _build(
     return flags, environ, origins
 
 
+MERGED_DICTS = frozenset({"relation_weights", "type_weights", "source_weights"})
+
+
 def _effective(cfg: Config) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for section, body in cfg.model_dump(mode="json").items():
@@ -364,7 +374,10 @@ def test_provenance_agrees_with_load_config(scenario: dict[str, Any], tmp_path: 
         by_source = scenario["assigned"].get(path)
         if by_source is None:
             assert setting.source == "default", key
-            assert path[:2] not in touched_dicts, f"{key}: a set dict drops its defaults"
+            if path[:2] in touched_dicts:
+                # the recall weights keep the defaults a source leaves out; other dicts
+                # are replaced whole by the source that sets them
+                assert path[1] in MERGED_DICTS, f"{key}: a set dict drops its defaults"
             continue
         winner = next(s for s in SOURCES if s in by_source)
         assert value == by_source[winner], key

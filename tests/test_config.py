@@ -7,7 +7,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mnemonic.config import Config, load_config, render_default_yaml
+from mnemonic.config import (
+    RELATION_WEIGHTS,
+    SOURCE_WEIGHTS,
+    TYPE_WEIGHTS,
+    Config,
+    load_config,
+    render_default_yaml,
+)
+from mnemonic.store.models import MemoryType, Relation, Source
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -53,6 +61,45 @@ def test_unknown_and_invalid_keys_fail_clearly(tmp_path: Path) -> None:
     path.write_text("server:\n  port: 70000\n", encoding="utf-8")
     with pytest.raises(ValueError, match="port"):
         load_config(path)
+
+
+def test_one_weight_set_alone_keeps_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One relation's weight from the environment or a file used to replace the whole
+    mapping, so every relation it left out stopped carrying activation."""
+    monkeypatch.setenv("MNEMONIC_RECALL__RELATION_WEIGHTS__RELATED", "0.25")
+    assert load_config(None).recall.relation_weights == {**RELATION_WEIGHTS, "related": 0.25}
+    monkeypatch.delenv("MNEMONIC_RECALL__RELATION_WEIGHTS__RELATED")
+    path = tmp_path / "config.yaml"
+    path.write_text("recall:\n  source_weights:\n    clipboard: 0.5\n", encoding="utf-8")
+    cfg = load_config(path)
+    assert cfg.recall.source_weights == {**SOURCE_WEIGHTS, "clipboard": 0.5}
+    assert cfg.recall.type_weights == TYPE_WEIGHTS
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "message"),
+    [
+        ("recall:\n  relation_weights:\n    relatd: 0.2\n", "relatd"),
+        ("recall:\n  type_weights:\n    decison: 2\n", "decison"),
+        ("recall:\n  source_weights:\n    git: -1\n", ">= 0"),
+    ],
+)
+def test_a_misspelt_or_negative_weight_is_refused_by_name(
+    tmp_path: Path, yaml_text: str, message: str
+) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml_text, encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        load_config(path)
+
+
+def test_weight_defaults_name_every_relation_type_and_source() -> None:
+    """A key the defaults leave out could not be set at all (the validator refuses it)."""
+    assert set(RELATION_WEIGHTS) == {r.value for r in Relation}
+    assert set(TYPE_WEIGHTS) == {t.value for t in MemoryType}
+    assert set(SOURCE_WEIGHTS) == {s.value for s in Source}
 
 
 def test_every_recall_weight_changes_behaviour_somewhere() -> None:
