@@ -169,13 +169,17 @@ def test_coactivation_strengthens_links_and_links_what_is_recalled_together(
         ids = await _seed(db, clock.now - timedelta(days=10))
         seq = dict(_rows(path, "SELECT id, seq FROM memories"))
         f = [seq[i] for i in ids[len(NOTES):]]  # filler seqs  # fmt: skip
+        q = [seq[i] for i in ids[:3]]  # the quartz notes: they share rare concepts
 
         def links(conn: sqlite3.Connection) -> None:
             stamp = to_db(clock.now)
             rows = [
+                (q[0], q[1], "similar", 0.8),  # q0's neighbourhood: q1 and q2
+                (q[0], q[2], "similar", 0.8),
+                (q[1], q[2], "similar", 0.4),  # -> strengthened (co-activated, shared terms)
                 (f[0], f[1], "similar", 0.8),  # f0's neighbourhood: f1 and f2
                 (f[0], f[2], "similar", 0.8),
-                (f[1], f[2], "similar", 0.4),  # -> strengthened (co-activated around f0)
+                (f[1], f[2], "similar", 0.4),  # co-activated, but f1 and f2 share no term
                 (f[3], f[4], "similar", 0.5),  # recalled together -> strengthened
                 (f[3], f[5], "supersedes", 0.5),  # never strengthened
             ]
@@ -202,14 +206,17 @@ def test_coactivation_strengthens_links_and_links_what_is_recalled_together(
         agent = _agent(db, clock, events, max_insights_per_cycle=0)
         summary = await agent.run_cycle("manual")
         after = _rows(path, "SELECT seq, access_count, last_accessed_at FROM memories")
-        return {"f": f, "summary": summary, "before": before, "after": after}
+        return {"f": f, "q": q, "summary": summary, "before": before, "after": after}
 
     out = with_database(path, scenario)
-    f = out["f"]
+    f, q = out["f"], out["q"]
     assert out["after"] == out["before"]  # replay and reading recalls count as no access
     strength = {(a, b, r): s for a, b, r, s in _rows(
         path, "SELECT source_seq, target_seq, relation, strength FROM associations")}  # fmt: skip
-    assert strength[(f[1], f[2], "similar")] == pytest.approx(0.4 + 0.05 * (0.9 - 0.4))
+    assert strength[(q[1], q[2], "similar")] == pytest.approx(0.4 + 0.05 * (0.9 - 0.4))
+    # replay alone is no evidence: a triangle whose ends share nothing stays as it was
+    assert strength[(f[1], f[2], "similar")] == 0.4
+    assert out["summary"]["replay_pairs_unshared"] >= 1
     # three recalls plus a helpful rating (2 steps): five steps toward the ceiling
     assert strength[(f[3], f[4], "similar")] == pytest.approx(0.9 - 0.4 * 0.95**5)
     assert strength[(f[3], f[5], "supersedes")] == 0.5

@@ -70,6 +70,7 @@ LLM_SOURCES = 8
 COUNT_KEYS = (
     "replayed",
     "links_strengthened",
+    "replay_pairs_unshared",
     "links_added",
     "links_raised",
     "coretrieval_links",

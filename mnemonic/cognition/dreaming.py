@@ -348,6 +348,35 @@ def usable_terms(index: TermIndex, max_df_share: float, max_df: int) -> npt.NDAr
     return (index.df >= 2) & (index.df <= limit)
 
 
+def sharing_terms(
+    index: TermIndex,
+    pairs: Iterable[tuple[int, int]],
+    usable: npt.NDArray[np.bool_],
+    min_evidence: float,
+) -> list[tuple[int, int]]:
+    """The pairs of seqs whose two memories share usable terms with summed normalised idf
+    of at least ``min_evidence`` (the evidence a cross-episode link needs); a memory the
+    index does not hold shares nothing."""
+    idf = normalised_idf(index.df, index.n)
+    rows: dict[int, frozenset[int]] = {}
+
+    def terms(seq: int) -> frozenset[int]:
+        found = rows.get(seq)
+        if found is None:
+            i = int(np.searchsorted(index.seq, seq))
+            held = i < index.n and int(index.seq[i]) == seq
+            own = index.terms_of(i) if held else np.zeros(0, dtype=np.int64)
+            found = rows[seq] = frozenset(int(t) for t in own[usable[own]])
+        return found
+
+    out = []
+    for a, b in pairs:
+        shared = terms(a) & terms(b)
+        if shared and sum(float(idf[t]) for t in shared) >= min_evidence:
+            out.append((a, b))
+    return out
+
+
 def normalised_idf(df: Ints, n: int) -> Floats:
     """``ln(N / df) / ln N`` in [0, 1]; 0 for every term when there are fewer than 2
     memories."""
