@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from mnemonic.index.columns import COLUMN_SQL, ColumnRow
 from mnemonic.index.fulltext import Analyzed, analyze
+from mnemonic.store.sql_lists import marks
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +150,7 @@ class DeltaReader:
             found.extend(
                 tuple(r)
                 for r in conn.execute(
-                    f"SELECT {COLUMN_SQL} FROM main.memories WHERE seq IN ({_marks(chunk)})",
+                    f"SELECT {COLUMN_SQL} FROM main.memories WHERE seq IN ({marks(chunk)})",
                     chunk,
                 )
             )
@@ -161,7 +162,7 @@ class DeltaReader:
         for chunk in _chunks(sorted(seqs)):
             for seq, content, summary, concepts, when in conn.execute(
                 "SELECT rowid, content, summary, concepts, when_text FROM main.memories_fts"
-                f" WHERE rowid IN ({_marks(chunk)})",
+                f" WHERE rowid IN ({marks(chunk)})",
                 chunk,
             ):
                 delta.texts.append((int(seq), analyze(content, summary, concepts, when)))
@@ -171,8 +172,7 @@ class DeltaReader:
         blobs: list[bytes] = []
         for chunk in _chunks(sorted(seqs)):
             for seq, model, blob in conn.execute(
-                "SELECT seq, model, vector FROM main.memory_vectors"
-                f" WHERE seq IN ({_marks(chunk)})",
+                f"SELECT seq, model, vector FROM main.memory_vectors WHERE seq IN ({marks(chunk)})",
                 chunk,
             ):
                 if model == self.model:
@@ -215,7 +215,3 @@ def edges_sql(count: int) -> str:
 def _chunks(seqs: Sequence[int]) -> Iterable[list[int]]:
     for start in range(0, len(seqs), _CHUNK):
         yield list(seqs[start : start + _CHUNK])
-
-
-def _marks(items: Sequence[object]) -> str:
-    return ",".join("?" * len(items))

@@ -30,8 +30,8 @@ from mnemonic.store.models import (
     Relation,
     Source,
 )
-from mnemonic.store.sql_lists import IN_JSON
-from mnemonic.store.sqlite import _memory, _placeholders, filter_sql
+from mnemonic.store.sql_lists import IN_JSON, marks
+from mnemonic.store.sqlite import filter_sql, memory_from_row
 from mnemonic.timeutil import from_db, to_db, utcnow
 
 
@@ -117,7 +117,7 @@ class SQLiteBrowser:
                 f"SELECT m.* FROM memories m WHERE {where} ORDER BY m.seq DESC LIMIT ?",
                 [*params, limit],
             ).fetchall()
-            return [_memory(r) for r in rows]
+            return [memory_from_row(r) for r in rows]
 
         return await self.db.run_read(work)
 
@@ -161,7 +161,9 @@ class SQLiteBrowser:
                 "SELECT * FROM memories WHERE project = ? AND seq > ? ORDER BY seq LIMIT ?",
                 (memory.project, memory.seq, count),
             ).fetchall()
-            return [_memory(r) for r in reversed(before)] + [_memory(r) for r in after]
+            return [memory_from_row(r) for r in reversed(before)] + [
+                memory_from_row(r) for r in after
+            ]
 
         return await self.db.run_read(work)
 
@@ -364,7 +366,7 @@ class SQLiteBrowser:
                     (row["seq"], model, int(blob.shape[0]), blob.tobytes()),
                 )
             new = conn.execute("SELECT * FROM memories WHERE seq = ?", (row["seq"],)).fetchone()
-            return Amended(_memory(new), row["content"])
+            return Amended(memory_from_row(new), row["content"])
 
         return await self.db.run_write(work)
 
@@ -384,9 +386,9 @@ def _memories_by_seq(conn: sqlite3.Connection, seqs: Sequence[int]) -> dict[int,
     if not seqs:
         return {}
     rows = conn.execute(
-        f"SELECT * FROM memories WHERE seq IN ({_placeholders(seqs)})", list(seqs)
+        f"SELECT * FROM memories WHERE seq IN ({marks(seqs)})", list(seqs)
     ).fetchall()
-    return {r["seq"]: _memory(r) for r in rows}
+    return {r["seq"]: memory_from_row(r) for r in rows}
 
 
 def _adjacent(conn: sqlite3.Connection, seq: int) -> list[int]:

@@ -32,6 +32,7 @@ from mnemonic.cognition.merging import Candidate
 from mnemonic.errors import MnemonicError, NotFoundError
 from mnemonic.store.database import Database
 from mnemonic.store.models import Encoded, NewRaw, RawStatus
+from mnemonic.store.sql_lists import marks
 from mnemonic.store.sqlite import _accept_one
 from mnemonic.timeutil import from_db, to_db
 
@@ -176,7 +177,7 @@ class SQLiteConsolidation:
 
         def work(conn: sqlite3.Connection) -> dict[int, tuple[str, str]]:
             rows = conn.execute(
-                f"SELECT seq, id, project FROM memories WHERE seq IN ({_marks(seqs)})", seqs
+                f"SELECT seq, id, project FROM memories WHERE seq IN ({marks(seqs)})", seqs
             ).fetchall()
             return {int(r[0]): (str(r[1]), str(r[2])) for r in rows}
 
@@ -258,7 +259,7 @@ class SQLiteConsolidation:
         def work(conn: sqlite3.Connection) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
             if seqs is not None:
                 rows = conn.execute(
-                    f"SELECT seq, vector FROM memory_vectors WHERE seq IN ({_marks(seqs)})"
+                    f"SELECT seq, vector FROM memory_vectors WHERE seq IN ({marks(seqs)})"
                     " ORDER BY seq",
                     list(seqs),
                 ).fetchall()
@@ -281,7 +282,7 @@ class SQLiteConsolidation:
         def work(conn: sqlite3.Connection) -> dict[int, Candidate]:
             rows = conn.execute(
                 "SELECT seq, id, project, type, content, timestamp, source, state FROM memories"
-                f" WHERE seq IN ({_marks(seqs)}) AND state IN ('active', 'fading')",
+                f" WHERE seq IN ({marks(seqs)}) AND state IN ('active', 'fading')",
                 list(seqs),
             ).fetchall()
             return {
@@ -360,10 +361,6 @@ class SQLiteConsolidation:
         return await self.db.run_read(work)
 
 
-def _marks(items: Sequence[object]) -> str:
-    return ",".join("?" * len(items))
-
-
 def _rows(rows: list[Any]) -> Rows:
     n = len(rows)
     seq = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
@@ -396,7 +393,7 @@ def _merge_one(conn: sqlite3.Connection, plan: GistPlan, stamp: str) -> Merged |
     seqs = [s for s, _ in plan.sources]
     rows = conn.execute(
         f"SELECT seq, id, state, salience, utility, access_count, last_accessed_at"
-        f" FROM memories WHERE seq IN ({_marks(seqs)})",
+        f" FROM memories WHERE seq IN ({marks(seqs)})",
         seqs,
     ).fetchall()
     read_as = dict(plan.sources)
@@ -447,7 +444,7 @@ def _copy_links(conn: sqlite3.Connection, seqs: list[int], gist: int, stamp: str
     best: dict[tuple[int, int, str], float] = {}
     rows = conn.execute(
         "SELECT source_seq, target_seq, relation, strength FROM associations"
-        f" WHERE source_seq IN ({_marks(seqs)}) OR target_seq IN ({_marks(seqs)})",
+        f" WHERE source_seq IN ({marks(seqs)}) OR target_seq IN ({marks(seqs)})",
         [*seqs, *seqs],
     ).fetchall()
     incoming: list[tuple[int, float]] = []
@@ -471,7 +468,7 @@ def _copy_links(conn: sqlite3.Connection, seqs: list[int], gist: int, stamp: str
     if incoming:
         stamps = dict(
             conn.execute(
-                f"SELECT seq, timestamp FROM memories WHERE seq IN ({_marks(incoming) + ', ?'})",
+                f"SELECT seq, timestamp FROM memories WHERE seq IN ({marks(incoming) + ', ?'})",
                 [a for a, _ in incoming] + [gist],
             ).fetchall()
         )

@@ -36,10 +36,12 @@ from mnemonic.store.models import (
     Relation,
     Source,
 )
+from mnemonic.store.sql_lists import marks
 from mnemonic.timeutil import from_db, new_id, to_db, utcnow, when_text
 
 
-def _memory(row: sqlite3.Row) -> Memory:
+def memory_from_row(row: sqlite3.Row) -> Memory:
+    """A ``memories`` row (``SELECT *`` or its columns) as a :class:`Memory`."""
     return Memory(
         seq=row["seq"],
         id=row["id"],
@@ -135,10 +137,6 @@ def filter_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
     return (" AND ".join(where) or "1"), params
 
 
-def _placeholders(items: Sequence[object]) -> str:
-    return ",".join("?" * len(items))
-
-
 class _VectorMaintenance:
     """Queries for re-embedding; mixed into SQLiteStore below."""
 
@@ -229,7 +227,7 @@ class SQLiteStore(_VectorMaintenance):
             parked = [
                 r["id"]
                 for r in conn.execute(
-                    f"SELECT id FROM raw_memories WHERE id IN ({_placeholders(raw_ids)})"
+                    f"SELECT id FROM raw_memories WHERE id IN ({marks(raw_ids)})"
                     " AND status = 'accepted' AND attempts >= ?",
                     [*raw_ids, max_attempts],
                 )
@@ -293,7 +291,7 @@ class SQLiteStore(_VectorMaintenance):
 
         def work(conn: sqlite3.Connection) -> list[PendingMemory]:
             rows = conn.execute(
-                f"{_PENDING_SQL} AND m.id IN ({_placeholders(memory_ids)}) ORDER BY m.seq",
+                f"{_PENDING_SQL} AND m.id IN ({marks(memory_ids)}) ORDER BY m.seq",
                 list(memory_ids),
             ).fetchall()
             return [_pending(r) for r in rows]
@@ -311,7 +309,7 @@ class SQLiteStore(_VectorMaintenance):
     async def get(self, memory_id: str) -> Memory | None:
         def work(conn: sqlite3.Connection) -> Memory | None:
             row = conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone()
-            return _memory(row) if row else None
+            return memory_from_row(row) if row else None
 
         return await self.db.run_read(work)
 
@@ -321,9 +319,9 @@ class SQLiteStore(_VectorMaintenance):
 
         def work(conn: sqlite3.Connection) -> dict[int, Memory]:
             rows = conn.execute(
-                f"SELECT * FROM memories WHERE seq IN ({_placeholders(seqs)})", list(seqs)
+                f"SELECT * FROM memories WHERE seq IN ({marks(seqs)})", list(seqs)
             ).fetchall()
-            return {row["seq"]: _memory(row) for row in rows}
+            return {row["seq"]: memory_from_row(row) for row in rows}
 
         return await self.db.run_read(work)
 
@@ -334,7 +332,7 @@ class SQLiteStore(_VectorMaintenance):
 
         def work(conn: sqlite3.Connection) -> dict[str, int]:
             rows = conn.execute(
-                f"SELECT id, seq FROM memories WHERE id IN ({_placeholders(memory_ids)})",
+                f"SELECT id, seq FROM memories WHERE id IN ({marks(memory_ids)})",
                 list(memory_ids),
             ).fetchall()
             return {r["id"]: int(r["seq"]) for r in rows}
@@ -367,7 +365,7 @@ class SQLiteStore(_VectorMaintenance):
                 (state.value, now, state.value, now, memory_id),
             )
             row = conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone()
-            return _memory(row) if row else None
+            return memory_from_row(row) if row else None
 
         return await self.db.run_write(work)
 
@@ -430,17 +428,17 @@ class SQLiteStore(_VectorMaintenance):
         if not seqs:
             return []
         where, params = filter_sql(filters)
-        marks = _placeholders(seqs)
+        listed = marks(seqs)
 
         def work(conn: sqlite3.Connection) -> list[Association]:
             rows = conn.execute(
                 # CROSS JOIN pins the join order: edges of the frontier first, then their
                 # other ends. Left to itself the planner scans the whole project instead.
                 "SELECT a.source_seq, a.target_seq, a.relation, a.strength FROM associations a"
-                f" CROSS JOIN memories m ON m.seq = a.target_seq WHERE a.source_seq IN ({marks})"
+                f" CROSS JOIN memories m ON m.seq = a.target_seq WHERE a.source_seq IN ({listed})"
                 f" AND {where} UNION ALL "
                 "SELECT a.target_seq, a.source_seq, a.relation, a.strength FROM associations a"
-                f" CROSS JOIN memories m ON m.seq = a.source_seq WHERE a.target_seq IN ({marks})"
+                f" CROSS JOIN memories m ON m.seq = a.source_seq WHERE a.target_seq IN ({listed})"
                 f" AND {where}",
                 [*seqs, *params, *seqs, *params],
             ).fetchall()
@@ -490,7 +488,7 @@ class SQLiteStore(_VectorMaintenance):
             if seqs:
                 conn.execute(
                     "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ?"
-                    f" WHERE seq IN ({_placeholders(seqs)})",
+                    f" WHERE seq IN ({marks(seqs)})",
                     [now, *seqs],
                 )
 
@@ -540,7 +538,7 @@ class SQLiteStore(_VectorMaintenance):
                 return 0
             cur = conn.execute(
                 "UPDATE memories SET utility = max(?, min(?, utility + ?)), updated_at = ?"
-                f" WHERE id IN ({_placeholders(memory_ids)})",
+                f" WHERE id IN ({marks(memory_ids)})",
                 [bounds[0], bounds[1], utility_delta, now, *memory_ids],
             )
             return cur.rowcount

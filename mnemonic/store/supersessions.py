@@ -7,6 +7,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from mnemonic.store.database import Database
+from mnemonic.store.sql_lists import marks
 from mnemonic.timeutil import to_db, utcnow
 
 
@@ -40,8 +41,7 @@ _ROWS = (
 
 
 def _seqs(conn: sqlite3.Connection, *ids: str) -> dict[str, int]:
-    marks = ", ".join("?" for _ in ids)
-    rows = conn.execute(f"SELECT id, seq FROM memories WHERE id IN ({marks})", ids).fetchall()
+    rows = conn.execute(f"SELECT id, seq FROM memories WHERE id IN ({marks(ids)})", ids).fetchall()
     seqs = {r["id"]: int(r["seq"]) for r in rows}
     for memory_id in ids:
         if memory_id not in seqs:
