@@ -212,3 +212,68 @@ def accept_summary(answer: Mapping[str, Any] | None, sources: Sequence[str]) -> 
     if not summary or len(summary) > GIST_MAX_SUMMARY:
         return None
     return summary if faithful(summary, sources) else None
+
+
+# ---- the gist's links --------------------------------------------------------------------
+
+LinkRow = tuple[int, int, str, float]
+"""An association: source seq, target seq, relation, strength."""
+LinkKey = tuple[int, int, str]
+
+
+def inherited_links(
+    rows: Sequence[LinkRow], inside: set[int], gist: int
+) -> tuple[dict[LinkKey, float], list[tuple[int, float]]]:
+    """The links a gist inherits from its sources (``inside``): the strongest per
+    neighbour and relation, so spreading activation still reaches what the sources were
+    linked to, with ``related`` links capped (``cap_related``). Also the memories that
+    superseded a source, with their strengths: whether they supersede the gist depends on
+    dates (``supersede_gist``)."""
+    best: dict[LinkKey, float] = {}
+    incoming: list[tuple[int, float]] = []
+    for a, b, rel, strength in rows:
+        if a in inside and b in inside:
+            continue
+        if rel == "supersedes":  # directed: newer -> older
+            if a not in inside:
+                incoming.append((a, strength))
+                continue
+            key = (gist, b, rel)
+        else:
+            other = b if a in inside else a
+            key = (min(gist, other), max(gist, other), rel)
+        best[key] = max(best.get(key, 0.0), strength)
+    cap_related(best, rows, inside)
+    return best, incoming
+
+
+def cap_related(best: dict[LinkKey, float], rows: Sequence[LinkRow], inside: set[int]) -> None:
+    """Keep only the strongest ``related`` links of the gist, as many as its best-linked
+    source had: the dreamer caps them per memory (``dreaming.max_related_per_memory``),
+    and a gist inheriting every source's would hold several times that (found by the
+    1,000-cycle walk, tests/test_cognition_properties.py)."""
+    per_source: dict[int, int] = {}
+    for a, b, rel, _ in rows:
+        if rel == "related" and not (a in inside and b in inside):
+            source = a if a in inside else b
+            per_source[source] = per_source.get(source, 0) + 1
+    related = sorted((k for k in best if k[2] == "related"), key=lambda k: -best[k])
+    for key in related[max(per_source.values(), default=0) :]:
+        del best[key]
+
+
+def supersede_gist(
+    best: dict[LinkKey, float],
+    incoming: Sequence[tuple[int, float]],
+    stamps: Mapping[int, str],
+    gist: int,
+) -> None:
+    """A memory that superseded one source supersedes the gist only if it is newer than
+    every source (the gist carries the newest one's date; ``stamps`` are stored
+    timestamps, which sort as text); else the gist, holding a later fact too, would rank
+    below something older, or two memories would each supersede the other (measured in
+    bench/lifecycle.py)."""
+    for a, strength in incoming:
+        if stamps.get(a, "") > stamps[gist] and (gist, a, "supersedes") not in best:
+            key = (a, gist, "supersedes")
+            best[key] = max(best.get(key, 0.0), strength)

@@ -9,7 +9,7 @@ count are still what the cycle read, so a memory reinforced or recalled meanwhil
 that (it simply misses one interval of decay). The decay watermarks are saved in the same
 transaction as the rows they describe, so a crash never lets a memory decay twice.
 
-A gist is created through the same insert as any observation (``_accept_one``: raw row,
+A gist is created through the same insert as any observation (``accept_one``: raw row,
 memory, full-text row) with ``embedded = 0``, so the encoder's sweep gives it a vector and
 links. Its sources are set ``merged`` *first*, in the same transaction, so the exact-
 duplicate check of that insert cannot reinforce one of them instead.
@@ -28,12 +28,12 @@ import numpy as np
 import numpy.typing as npt
 
 from mnemonic.cognition.decay import STATE_CODES, STATE_NAMES, TYPE_CODES, Rows
-from mnemonic.cognition.merging import Candidate
+from mnemonic.cognition.merging import Candidate, inherited_links, supersede_gist
 from mnemonic.errors import MnemonicError, NotFoundError
 from mnemonic.store.database import Database
 from mnemonic.store.models import Encoded, NewRaw, RawStatus
 from mnemonic.store.sql_lists import marks
-from mnemonic.store.sqlite import _accept_one
+from mnemonic.store.sqlite import accept_one
 from mnemonic.timeutil import from_db, to_db
 
 DECAY_META = "consolidation.decay_watermarks"
@@ -403,7 +403,7 @@ def _merge_one(conn: sqlite3.Connection, plan: GistPlan, stamp: str) -> Merged |
         "UPDATE memories SET state = 'merged', updated_at = ? WHERE seq = ?",
         [(stamp, s) for s in seqs],
     )
-    accepted = _accept_one(conn, plan.raw, plan.encoded, plan.digest, 0.0)
+    accepted = accept_one(conn, plan.raw, plan.encoded, plan.digest, 0.0)
     if accepted.status is not RawStatus.ACCEPTED:
         return None  # an identical live memory exists outside the cluster
     accessed = [r[6] for r in rows if r[6] is not None]
@@ -438,33 +438,14 @@ def _merge_one(conn: sqlite3.Connection, plan: GistPlan, stamp: str) -> Merged |
 
 
 def _copy_links(conn: sqlite3.Connection, seqs: list[int], gist: int, stamp: str) -> None:
-    """The gist inherits its sources' links (the strongest per neighbour and relation), so
-    spreading activation still reaches what the sources were linked to."""
-    inside = set(seqs)
-    best: dict[tuple[int, int, str], float] = {}
+    """The gist inherits its sources' links (``merging.inherited_links`` decides which)."""
     rows = conn.execute(
         "SELECT source_seq, target_seq, relation, strength FROM associations"
         f" WHERE source_seq IN ({marks(seqs)}) OR target_seq IN ({marks(seqs)})",
         [*seqs, *seqs],
     ).fetchall()
-    incoming: list[tuple[int, float]] = []
-    for a, b, rel, strength in rows:
-        if a in inside and b in inside:
-            continue
-        if rel == "supersedes":  # directed: newer -> older
-            if a not in inside:
-                incoming.append((a, float(strength)))
-                continue
-            key = (gist, b, rel)
-        else:
-            other = b if a in inside else a
-            key = (min(gist, other), max(gist, other), rel)
-        best[key] = max(best.get(key, 0.0), float(strength))
-    _cap_related(best, rows, inside)
-    # A memory that superseded one source supersedes the gist only if it is newer than
-    # every source (the gist carries the newest one's date); else the gist, holding a
-    # later fact too, would rank below something older, or two memories would each
-    # supersede the other (measured in bench/lifecycle.py).
+    links = [(int(a), int(b), str(rel), float(s)) for a, b, rel, s in rows]
+    best, incoming = inherited_links(links, set(seqs), gist)
     if incoming:
         stamps = dict(
             conn.execute(
@@ -472,33 +453,13 @@ def _copy_links(conn: sqlite3.Connection, seqs: list[int], gist: int, stamp: str
                 [a for a, _ in incoming] + [gist],
             ).fetchall()
         )
-        for a, strength in incoming:
-            if stamps.get(a, "") > stamps[gist] and (gist, a, "supersedes") not in best:
-                key = (a, gist, "supersedes")
-                best[key] = max(best.get(key, 0.0), strength)
+        supersede_gist(best, incoming, stamps, gist)
     conn.executemany(
         "INSERT INTO associations (source_seq, target_seq, relation, strength, created_at,"
         " updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET"
         " strength = max(strength, excluded.strength), updated_at = excluded.updated_at",
         [(a, b, rel, s, stamp, stamp) for (a, b, rel), s in best.items()],
     )
-
-
-def _cap_related(
-    best: dict[tuple[int, int, str], float], rows: list[Any], inside: set[int]
-) -> None:
-    """Keep only the strongest ``related`` links of the gist, as many as its best-linked
-    source had: the dreamer caps them per memory (``dreaming.max_related_per_memory``),
-    and a gist inheriting every source's would hold several times that (found by the
-    1,000-cycle walk, tests/test_cognition_properties.py)."""
-    per_source: dict[int, int] = {}
-    for a, b, rel, _ in rows:
-        if rel == "related" and not (a in inside and b in inside):
-            source = a if a in inside else b
-            per_source[source] = per_source.get(source, 0) + 1
-    related = sorted((k for k in best if k[2] == "related"), key=lambda k: -best[k])
-    for key in related[max(per_source.values(), default=0) :]:
-        del best[key]
 
 
 def _unmerge(conn: sqlite3.Connection, gist_id: str, stamp: str) -> list[str]:

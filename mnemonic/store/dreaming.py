@@ -11,7 +11,7 @@ The reads are plain functions of a connection in ``store.dreaming_reads`` (a cyc
 read side runs them in one call, at scale in a worker process); this class runs them on
 the daemon's pooled readers and does the writes.
 
-An insight is written through the same insert as any observation (``_accept_one``: raw
+An insight is written through the same insert as any observation (``accept_one``: raw
 row, memory, full-text row, ``embedded = 0``), so the encoder's sweep gives it a vector
 and links, as consolidation does for a gist; its provenance goes to ``insight_sources``.
 """
@@ -39,7 +39,7 @@ from mnemonic.store.dreaming_reads import (
 )
 from mnemonic.store.models import Encoded, NewRaw, RawStatus
 from mnemonic.store.sql_lists import IN_JSON, json_list
-from mnemonic.store.sqlite import _accept_one
+from mnemonic.store.sqlite import accept_one
 from mnemonic.timeutil import from_db, to_db
 
 CURSOR_META = "dreaming.replay_cursor"  # seq the next replay window starts after
@@ -232,7 +232,7 @@ class SQLiteDreaming:
                 if there != len(set(plan.sources)):
                     continue
                 conn.execute("SAVEPOINT insight")
-                accepted = _accept_one(conn, plan.raw, plan.encoded, plan.digest, 0.0)
+                accepted = accept_one(conn, plan.raw, plan.encoded, plan.digest, 0.0)
                 if accepted.status is not RawStatus.ACCEPTED:  # never reinforce on replay
                     conn.execute("ROLLBACK TO insight")
                     conn.execute("RELEASE insight")

@@ -199,7 +199,7 @@ class SQLiteStore(_VectorMaintenance):
 
         def work(conn: sqlite3.Connection) -> list[Accepted]:
             return [
-                _accept_one(conn, raw, enc, digest, reinforce_step) for raw, enc, digest in items
+                accept_one(conn, raw, enc, digest, reinforce_step) for raw, enc, digest in items
             ]
 
         return await self.db.run_write(work)
@@ -590,9 +590,12 @@ def _within_budget(conn: sqlite3.Connection, terms: list[str], budget: int) -> l
     return kept
 
 
-def _accept_one(
+def accept_one(
     conn: sqlite3.Connection, raw: NewRaw, enc: Encoded, digest: str, step: float
 ) -> Accepted:
+    """One observation's raw row and memory in the caller's write transaction; a known
+    content hash reinforces that memory by ``step`` instead. Gists and insights are
+    written through it too, so they are memories like any other."""
     now = to_db(utcnow())
     raw_id = new_id()
     conn.execute(
