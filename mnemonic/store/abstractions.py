@@ -40,7 +40,7 @@ from mnemonic.cognition.abstraction import (
 from mnemonic.cognition.clustering import Link, Node, terms_of
 from mnemonic.jsonsafe import loads_stored
 from mnemonic.store.database import Database
-from mnemonic.store.sql_lists import IN_JSON
+from mnemonic.store.sql_lists import IN_JSON, json_list
 from mnemonic.timeutil import from_db, to_db
 
 LEVELS = ("pattern", "principle", "axiom")
@@ -187,7 +187,7 @@ class SQLiteAbstractions:
                     (floor, salient),
                 ).fetchall()
             nodes = [_node(r) for r in rows]
-            seqs = json.dumps([n.seq for n in nodes])
+            seqs = json_list(n.seq for n in nodes)
             # the unary + keeps target_seq out of the index lookup: with both ends as index
             # keys SQLite probed every (source, target) pair of the lists, 25M lookups for
             # 5,000 nodes (6.5-7 s of the cycle at 100k memories); now a range seek per
@@ -221,7 +221,7 @@ class SQLiteAbstractions:
         """Summaries of the first ``limit`` of ``seqs`` (for an LLM description)."""
 
         def work(conn: sqlite3.Connection) -> list[str]:
-            wanted = json.dumps(list(seqs)[:limit])
+            wanted = json_list(list(seqs)[:limit])
             return [
                 str(s)
                 for (s,) in conn.execute(
@@ -238,7 +238,7 @@ class SQLiteAbstractions:
                 str(t)
                 for (t,) in conn.execute(
                     f"SELECT title FROM abstractions WHERE id IN {IN_JSON} ORDER BY id",
-                    (json.dumps(list(ids)),),
+                    (json_list(ids),),
                 )
             ]
 
@@ -391,7 +391,7 @@ class SQLiteAbstractions:
                 r[0]: (float(r[1]), float(r[2]))
                 for r in conn.execute(
                     f"SELECT id, confidence, strength FROM abstractions WHERE id IN {IN_JSON}",
-                    (json.dumps([m.id for m in made]),),
+                    (json_list(m.id for m in made),),
                 )
             }
             made = [
@@ -574,7 +574,7 @@ def _memory_ids(conn: sqlite3.Connection, seqs: Sequence[int]) -> tuple[str, ...
         i
         for (i,) in conn.execute(
             f"SELECT id FROM memories WHERE seq IN {IN_JSON} ORDER BY seq",
-            (json.dumps(list(seqs)),),
+            (json_list(seqs),),
         )
     )
 

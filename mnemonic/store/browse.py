@@ -30,7 +30,7 @@ from mnemonic.store.models import (
     Relation,
     Source,
 )
-from mnemonic.store.sql_lists import IN_JSON, marks
+from mnemonic.store.sql_lists import IN_JSON, json_list, marks
 from mnemonic.store.sqlite import filter_sql, memory_from_row
 from mnemonic.timeutil import from_db, to_db, utcnow
 
@@ -407,7 +407,7 @@ def _subgraph(conn: sqlite3.Connection, seqs: list[int], truncated: bool) -> Gra
     """The nodes (light rows, in seq order) and the edges among them."""
     if not seqs:
         return Graph([], [], truncated)
-    wanted = json.dumps(seqs)
+    wanted = json_list(seqs)
     nodes = [
         GraphNode(
             seq=r[0],

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from mnemonic.jsonsafe import dumps_stored, loads_stored
 from mnemonic.store.database import Database
 from mnemonic.store.models import MemoryType
-from mnemonic.store.sql_lists import IN_JSON
+from mnemonic.store.sql_lists import IN_JSON, json_list
 from mnemonic.timeutil import to_db, utcnow
 
 WATERMARK_KEY = "enrichment.watermark"
@@ -207,7 +207,7 @@ class SQLiteEnrichment:
                 return QueuedWork([], [], len(queue))
             rows = conn.execute(
                 f"{_CANDIDATE_SQL} WHERE m.seq IN {IN_JSON} AND {_LIVE} AND NOT {_LLM_ENCODED}",
-                (json.dumps(examined),),
+                (json_list(examined),),
             ).fetchall()
             by_seq = {int(r["seq"]): _candidate(r) for r in rows}
             return QueuedWork([by_seq[s] for s in examined if s in by_seq], examined, len(queue))
@@ -233,7 +233,7 @@ class SQLiteEnrichment:
                 f" AND (m.created_at >= ? OR ({_STALE_LLM} AND m.updated_at >= ?))"
                 f" AND m.seq NOT IN {IN_JSON}"
                 " ORDER BY m.seq DESC LIMIT ?",
-                (when, when, json.dumps(queue), room),
+                (when, when, json_list(queue), room),
             ).fetchall()
             added = sorted(int(r[0]) for r in rows)
             if added:
