@@ -228,11 +228,7 @@ class HnswVectors:
         """Sign bits of every vector the index holds (an index saved without them)."""
         for a in range(0, len(keys), _LOAD_BLOCK):
             block = keys[a : a + _LOAD_BLOCK]
-            got = self._index.get(block.astype(np.uint64), dtype="f32")
-            if not isinstance(got, tuple):
-                raise RuntimeError("usearch returned no batch")
-            vecs = np.stack([np.asarray(g, dtype=np.float32).reshape(-1) for g in got])
-            self._signs[block] = self._sign_bits(vecs)
+            self._signs[block] = self._sign_bits(self._fetch(block))  # scaling keeps signs
 
     @property
     def signs(self) -> Signs:
