@@ -316,6 +316,14 @@ class RecallConfig(_Section):
         0.8, ge=0, le=1, description="MMR relevance share (1 = no diversification)."
     )
     mmr_pool: int = Field(50, ge=1, le=1000, description="Ranked candidates MMR chooses from.")
+    episode_spread: float = Field(
+        0.8,
+        ge=0,
+        le=1,
+        description="For a question about several events (a count, a total, a comparison):"
+        " each result taken from an episode multiplies the relevance of that episode's other"
+        " candidates by this (1 = off).",
+    )
     mmr_duplicate_cosine: float = Field(
         0.95, ge=0, le=1, description="Cosine at which two results may be near copies."
     )

@@ -270,8 +270,15 @@ class Daemon:
         self.watchdog = LoopWatchdog(cfg.agents.loop_stall_threshold_s)
         self.activity = ActivityLog(cfg.events.activity_size, cfg.websocket.content_max_chars)
         self.stream = EventStream(self.bus.subscribe, cfg.websocket)
+        self.episodes = SQLiteEpisodes(self.db)
         recaller = Recaller(
-            self.store, self.store, self.store, self.index, self.embedder, cfg.recall
+            self.store,
+            self.store,
+            self.store,
+            self.index,
+            self.embedder,
+            cfg.recall,
+            episodes=self.episodes,
         )
         self.recaller = recaller
         self._index_task: asyncio.Task[None] | None = None
@@ -352,7 +359,6 @@ class Daemon:
         """The thinking half's cycle agents (issues 12 and 13); scheduled by
         ``_cycle_agents`` when enabled, and reachable by the reactor's rules."""
         cfg = self.cfg
-        self.episodes = SQLiteEpisodes(self.db)
         self.episoding = EpisodingAgent(
             store=self.episodes,
             publish=self.bus.publish,

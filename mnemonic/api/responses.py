@@ -167,6 +167,12 @@ class Explain(_Out):
         description="How spreading activation reached this memory (the link that brought it"
         " the most); null when it did not (a full-text or vector hit only).",
     )
+    episode: str | None = Field(
+        None,
+        description="The episode of this result, when the question asked about several events"
+        " (a count, a total, a comparison) and recall spread its results over episodes"
+        " (`recall.episode_spread`); null otherwise.",
+    )
 
 
 class RecallResult(_Out):

@@ -69,6 +69,7 @@ def result_json(scored: Scored, *, explain: bool) -> dict[str, Any]:
             "supersedes": list(scored.supersedes),
             "archived_fallback": scored.fallback,
             "via": via_json(scored.via),
+            "episode": scored.episode,
         }
     return out
 

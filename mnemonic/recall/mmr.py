@@ -7,6 +7,13 @@ dropped instead: the same vector neighbourhood (cosine >= ``duplicate_cosine``) 
 nearly the same words (word-pair Jaccard >= ``duplicate_words``), or the same text after
 folding case and spacing. Both are required because templated lines that differ in one
 value ("OOMKilled on node 3" / "on node 4") embed at 0.98 yet are different facts.
+
+Groups (episodes) are a second kind of repetition, for questions that ask about several
+events (``intent.py``): each pick from a group multiplies the relevance of that group's
+other candidates by ``group_factor``, so the list reaches into the next episode before
+it takes a third turn of the first. Vector similarity does not see this: turns of one
+conversation about different things are far apart, and the same kind of event on two
+days is close.
 """
 
 from __future__ import annotations
@@ -39,8 +46,12 @@ def mmr_order(
     lam: float,
     texts: Mapping[int, str] | None = None,
     duplicates: Duplicates = NO_DUPLICATES,
+    groups: Mapping[int, str] | None = None,
+    group_factor: float = 1.0,
 ) -> list[int]:
-    """Pick up to ``limit`` items greedily by ``lam*rel - (1-lam)*max_sim``.
+    """Pick up to ``limit`` items greedily by ``lam*rel*f - (1-lam)*max_sim``, where ``f``
+    is ``group_factor`` to the power of the picks already taken from the item's group
+    (``groups``: item -> group; an item in none is never discounted).
 
     Relevance is normalised by the top score so the two terms share a scale. Items with no
     vector count as dissimilar to everything. Diversity reorders; only near copies of a
@@ -64,6 +75,7 @@ def mmr_order(
     closest = np.zeros(len(seqs), dtype=np.float64)
     available = np.ones(len(seqs), dtype=bool)
     copies = _Copies(seqs, texts or {}, duplicates, [seq in vectors for seq in seqs])
+    members = _members(seqs, groups or {}) if group_factor < 1 else {}
     chosen: list[int] = []
     while len(chosen) < want and available.any():
         value = np.where(available, lam * relevance - (1 - lam) * closest, -np.inf)
@@ -71,10 +83,24 @@ def mmr_order(
         chosen.append(pick)
         available[pick] = False
         closest = np.maximum(closest, similarity[pick])
+        if pick in members:
+            relevance[members[pick]] *= group_factor
         for other in np.flatnonzero(available):
             if copies.same(pick, int(other), float(similarity[pick, other])):
                 available[other] = False
     return [seqs[i] for i in chosen]
+
+
+def _members(seqs: Sequence[int], groups: Mapping[int, str]) -> dict[int, np.ndarray]:
+    """For each grouped position, the positions of its whole group (itself included: it
+    is picked, so discounting it too changes nothing)."""
+    by_group: dict[str, list[int]] = {}
+    for i, seq in enumerate(seqs):
+        group = groups.get(seq)
+        if group is not None:
+            by_group.setdefault(group, []).append(i)
+    arrays = {group: np.array(rows, dtype=np.intp) for group, rows in by_group.items()}
+    return {i: arrays[group] for group, rows in by_group.items() for i in rows}
 
 
 class _Copies:

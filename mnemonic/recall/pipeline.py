@@ -27,6 +27,7 @@ from mnemonic.recall.activation import Arrival, Spread, SpreadSettings, spread, 
 from mnemonic.recall.evidence import Calibration, query_evidence
 from mnemonic.recall.fts_query import query_terms
 from mnemonic.recall.fusion import linear, rrf
+from mnemonic.recall.intent import asks_across_events
 from mnemonic.recall.mmr import Duplicates, mmr_order
 from mnemonic.recall.query_cache import QueryVectors
 from mnemonic.recall.ranking import (
@@ -39,7 +40,13 @@ from mnemonic.recall.ranking import (
     supersede,
     traits_of,
 )
-from mnemonic.store.base import AssociationStore, Filters, MemoryStore, SearchStore
+from mnemonic.store.base import (
+    AssociationStore,
+    EpisodeMembership,
+    Filters,
+    MemoryStore,
+    SearchStore,
+)
 from mnemonic.store.models import Association, Memory
 from mnemonic.timeutil import ensure_utc, utcnow
 
@@ -97,8 +104,10 @@ class Recaller:
         index: RecallIndex,
         embedder: EmbeddingProvider,
         cfg: RecallConfig,
+        episodes: EpisodeMembership | None = None,
     ) -> None:
         self._search = search
+        self._episodes = episodes  # None: no episode spreading (``intent.py``)
         self._associations = associations
         self._memories = memories
         self._index = index
@@ -122,9 +131,14 @@ class Recaller:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     def _diversified(
-        self, ranked: list[tuple[int, float]], limit: int, texts: dict[int, str] | None
+        self,
+        ranked: list[tuple[int, float]],
+        limit: int,
+        texts: dict[int, str] | None,
+        episodes: dict[int, str],
     ) -> list[int]:
-        """MMR over the pool with its vectors (``mmr.py``); runs off the event loop."""
+        """MMR over the pool with its vectors (``mmr.py``), spread over ``episodes`` when
+        given; runs off the event loop."""
         vectors = self._index.vectors_for([seq for seq, _ in ranked])
         return mmr_order(
             ranked,
@@ -133,7 +147,18 @@ class Recaller:
             self._cfg.mmr_lambda,
             texts=texts,
             duplicates=self._duplicates,
+            groups=episodes,
+            group_factor=self._cfg.episode_spread,
         )
+
+    async def _episodes_to_spread(self, query: str, seqs: list[int]) -> dict[int, str]:
+        """The episodes of the pool when the question asks about several events (a count,
+        a total, a comparison: ``intent.py``) and spreading is on; else nothing."""
+        if self._episodes is None or self._cfg.episode_spread >= 1 or len(seqs) < 2:
+            return {}
+        if not asks_across_events(query):
+            return {}
+        return await self._episodes.episodes_of(seqs)
 
     def _off_loop(self, fn: Callable[..., T], *args: object) -> asyncio.Future[T]:
         """``fn(*args)`` on the recaller's threads, started now (a coroutine would only
@@ -206,14 +231,16 @@ class Recaller:
         ]
         # on the recaller's threads: an HNSW index serves vectors under the lock its
         # searches hold, and a busy 1M index kept the event loop waiting 0.3-0.7 s for it
+        episodes = await self._episodes_to_spread(query, [s.memory.seq for s in pool])
         order = await self._off_loop(
             self._diversified,
             [(s.memory.seq, s.strength) for s in pool],
             limit,
             {s.memory.seq: s.memory.content for s in pool} if drop_copies else None,
+            episodes,
         )
         by_seq = {s.memory.seq: s for s in pool}
-        results = [by_seq[seq] for seq in order]
+        results = [_in_episode(by_seq[seq], episodes) for seq in order]
         arrivals = found.arrivals
         edges = [
             (arrivals[s.memory.seq].source, s.memory.seq)
@@ -428,6 +455,12 @@ def _reached(arrival: Arrival | None, memories: Mapping[int, Memory]) -> Reached
     if arrival is None or arrival.source not in memories:
         return None
     return Reached(memories[arrival.source], arrival.relation, arrival.strength, arrival.hop)
+
+
+def _in_episode(scored: Scored, episodes: Mapping[int, str]) -> Scored:
+    """The result, naming the episode recall spread it by (explain), if it did."""
+    episode = episodes.get(scored.memory.seq)
+    return scored if episode is None else replace(scored, episode=episode)
 
 
 def _shortlist(relevance: Mapping[int, float], keep: int) -> list[int]:

@@ -71,6 +71,7 @@ class Scored:
     supersedes: tuple[str, ...] = ()  # ids
     fallback: bool = False  # found by the archived fallback (``app/service.py``)
     via: Reached | None = None  # None: not reached by spreading (an entry point only)
+    episode: str | None = None  # the episode recall spread this result by (``intent.py``)
 
     @classmethod
     def of(

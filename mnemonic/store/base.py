@@ -155,6 +155,12 @@ class AssociationStore(Protocol):
     async def adjust_strength(self, edges: Sequence[tuple[int, int]], delta: float) -> int: ...
 
 
+class EpisodeMembership(Protocol):
+    async def episodes_of(self, seqs: Sequence[int]) -> dict[int, str]:
+        """The episode of each memory that has one (the others are left out)."""
+        ...
+
+
 class FeedbackStore(Protocol):
     async def record_query(
         self, record: QueryRecord, filters: dict[str, object], took_ms: float, seqs: Sequence[int]

@@ -29,6 +29,7 @@ from mnemonic.cognition.episodes import (
 )
 from mnemonic.jsonsafe import loads_stored
 from mnemonic.store.database import Database
+from mnemonic.store.sql_lists import marks
 from mnemonic.timeutil import from_db, to_db
 
 WATERMARK_KEY = "episodes.watermark_seq"
@@ -348,6 +349,22 @@ class SQLiteEpisodes:
         def work(conn: sqlite3.Connection) -> EpisodeRow | None:
             row = conn.execute("SELECT * FROM episodes WHERE id = ?", (episode_id,)).fetchone()
             return episode_row(row) if row else None
+
+        return await self.db.run_read(work)
+
+    async def episodes_of(self, seqs: Sequence[int]) -> dict[int, str]:
+        """The episode of each memory that has one (recall spreads some answers over
+        episodes; ``episode_memories.memory_seq`` is unique, so this is index lookups)."""
+        if not seqs:
+            return {}
+
+        def work(conn: sqlite3.Connection) -> dict[int, str]:
+            rows = conn.execute(
+                "SELECT memory_seq, episode_id FROM episode_memories"
+                f" WHERE memory_seq IN ({marks(seqs)})",
+                list(seqs),
+            ).fetchall()
+            return {int(r["memory_seq"]): str(r["episode_id"]) for r in rows}
 
         return await self.db.run_read(work)
 
