@@ -63,10 +63,23 @@ def load(dataset: str, limit: int | None) -> list[dict[str, Any]]:
     return rows[:limit] if limit else rows
 
 
+# No cycle agent may run outside the bench's own calls, in the template's ingest as in
+# each configuration: the reactor (dream after an episode closes, ...), the orchestrator's
+# self-test and the episoder's 60 s schedule. Until session 13 the ingest ran with the
+# defaults, so "before" already held the episodes and `related` links of the 16 episoder
+# cycles and the dream the reactor started during a 25-minute LongMemEval ingest.
+QUIET = {
+    "MNEMONIC_REACTOR__ENABLED": "false",
+    "MNEMONIC_ORCHESTRATOR__ENABLED": "false",
+    "MNEMONIC_EPISODES__INTERVAL_S": "86400",
+}
+TEMPLATE_FORMAT = "quiet-ingest"  # in the cache key: templates built otherwise are not reused
+
+
 def cache_key(dataset: str, limit: int | None) -> str:
     from mnemonic import __version__
 
-    digest = hashlib.sha256(f"{dataset}:{limit}:{__version__}".encode())
+    digest = hashlib.sha256(f"{dataset}:{limit}:{__version__}:{TEMPLATE_FORMAT}".encode())
     for path in sorted((ROOT / "migrations").glob("*.sql")):
         digest.update(path.read_bytes())
     for name in ("locomo-dev.json", "longmemeval-dev.json.gz"):
@@ -142,7 +155,7 @@ def settle(home: Path) -> None:
     configuration that ran agents look 0.015 better than "before"."""
     if not pending(home):
         return
-    with running_daemon({}, home) as (_client, _cold):
+    with running_daemon(QUIET, home) as (_client, _cold):
         deadline = time.monotonic() + 3600
         while pending(home) and time.monotonic() < deadline:
             time.sleep(2)
@@ -203,7 +216,7 @@ def template(dataset: str, limit: int | None) -> Path:
     home.mkdir(parents=True)
     data = load(dataset, limit)
     t0 = time.perf_counter()
-    with running_daemon({}, home) as (client, _cold):
+    with running_daemon(QUIET, home) as (client, _cold):
         ingest = ingest_locomo if dataset == "locomo" else ingest_longmemeval
         spaces = ingest(client, data)
     settle(home)
@@ -308,14 +321,8 @@ def run_config(
     settings: dict[str, str],
 ) -> dict[str, Any]:
     spaces = json.loads((folder / "spaces.json").read_text())
-    # the bench runs the agents itself: the reactor (dream after an episode closes, ...) and
-    # the orchestrator's self-test would run agents an ablation turned off
-    settings = {
-        "MNEMONIC_REACTOR__ENABLED": "false",
-        "MNEMONIC_ORCHESTRATOR__ENABLED": "false",
-        "MNEMONIC_EPISODES__INTERVAL_S": "86400",  # (its 60 s schedule would too)
-        **settings,
-    }
+    # the bench runs the agents itself: anything else would run agents an ablation turned off
+    settings = {**QUIET, **settings}
     ask: Callable[[Any, list[dict[str, Any]]], dict[str, dict[str, float]]] = (
         ask_locomo if dataset == "locomo" else ask_longmemeval
     )
