@@ -439,6 +439,16 @@ def test_runtime_exclusions_set() -> None:
     assert ex.list() == []
 
 
+@pytest.mark.parametrize("path", ["~\x00", "~a\x00b/notes", "~/notes\x00", "/tmp/\x00"])
+def test_a_path_with_a_nul_matches_no_exclusion_and_does_not_raise(path: str) -> None:
+    # found by test_the_filter_never_raises: expanduser("~\x00") raised ValueError
+    ex = RuntimeExclusions()
+    ex.add("~/notes")
+    ex.add("/tmp/private")
+    assert ex.match(path) is None
+    assert path not in ex
+
+
 # --- never raises ---------------------------------------------------------------------------------
 
 text = st.text(st.characters(codec="utf-8"), max_size=400) | st.sampled_from(

@@ -28,8 +28,14 @@ def _bound(table: OrderedDict[str, _V], limit: int) -> None:
 
 
 def normalise_path(path: str) -> str:
-    """Absolute, ``~`` expanded, no trailing separator, ``..`` folded (no disk access)."""
-    return os.path.normpath(os.path.abspath(os.path.expanduser(path)))
+    """Absolute, ``~`` expanded, no trailing separator, ``..`` folded (no disk access).
+
+    A ``~name`` with a NUL in the name names no user and stays as it is: ``expanduser``
+    would raise looking it up, and a watcher's event (a shell history line's working
+    folder) can hold any character."""
+    user = path.split("/", 1)[0]
+    expanded = path if path.startswith("~") and "\x00" in user else os.path.expanduser(path)
+    return os.path.normpath(os.path.abspath(expanded))
 
 
 @dataclass(frozen=True, slots=True)
