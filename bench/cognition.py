@@ -245,10 +245,18 @@ def ask_locomo(client: Any, spaces: list[dict[str, Any]]) -> dict[str, dict[str,
 
 def ask_longmemeval(client: Any, spaces: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     rows: list[tuple[str, dict[str, float]]] = []
+    # each question is asked on its date (the protocol gives it): "two weeks ago" in it
+    # counts back from there, as it would from now in a live daemon
+    asked = {q["question_id"]: q["question_date"] for q in load("longmemeval", None)}
     for space in spaces:
         resp = client.post(
             "/api/v1/query",
-            json={"query": space["question"], "project": space["project"], "limit": 10},
+            json={
+                "query": space["question"],
+                "project": space["project"],
+                "limit": 10,
+                "asked_at": longmemeval.parse_date(asked[space["project"]]).isoformat(),
+            },
         )
         resp.raise_for_status()
         ids = space["ids"]

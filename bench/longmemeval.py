@@ -155,6 +155,9 @@ def run_daemon(
                     "query": question["question"],
                     "project": question["question_id"],
                     "limit": 10,
+                    # asked on its date (the protocol gives it): "two weeks ago" counts
+                    # back from there, as it would from now in a live daemon
+                    "asked_at": parse_date(question["question_date"]).isoformat(),
                 },
             )
             query_ms.append((time.perf_counter() - t1) * 1000)

@@ -316,6 +316,13 @@ class RecallConfig(_Section):
         0.8, ge=0, le=1, description="MMR relevance share (1 = no diversification)."
     )
     mmr_pool: int = Field(50, ge=1, le=1000, description="Ranked candidates MMR chooses from.")
+    when_weight: float = Field(
+        0.5,
+        ge=0,
+        le=10,
+        description="For a question naming a time ('two weeks ago', 'last Friday'): boost of"
+        " memories inside that window, which is also searched as an entry point (0 = off).",
+    )
     episode_spread: float = Field(
         0.8,
         ge=0,

@@ -143,7 +143,13 @@ def build_routes(service: MemoryService, health: HealthFn) -> list[Route]:
             as_of=body.as_of,
         )
         answer = await service.recall(
-            RecallRequest(body.query, body.limit, filters, min_score=body.min_score)
+            RecallRequest(
+                body.query,
+                body.limit,
+                filters,
+                min_score=body.min_score,
+                asked_at=body.asked_at,
+            )
         )
         return JSONResponse(
             {

@@ -186,6 +186,14 @@ class QueryBody(_Body):
             "hidden and supersessions by them are ignored."
         ),
     ] = None
+    asked_at: Annotated[
+        When | None,
+        Field(
+            description="When the question is asked: time phrases in it ('two weeks ago', "
+            "'last Friday', 'in the past month') count back from here. Default: as_of if "
+            "given, else now."
+        ),
+    ] = None
 
     _lists = field_validator("source", "type", "state", mode="before")(_as_list)
 

@@ -90,6 +90,7 @@ class RecallRequest:
     limit: int = 10
     filters: Filters = field(default_factory=Filters)
     min_score: float | None = None  # None = recall.min_score
+    asked_at: datetime | None = None  # time phrases count back from here (None: as_of, now)
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,7 +340,7 @@ class MemoryService:
             until = filters.as_of if filters.until is None else min(filters.until, filters.as_of)
             filters = replace(filters, until=until)
         outcome = await self._recaller.recall(
-            request.query, filters, request.limit, request.min_score
+            request.query, filters, request.limit, request.min_score, asked_at=request.asked_at
         )
         if defaults and self._answered_weakly(outcome.results, request.limit, filters):
             outcome = await self._with_archived(request, filters, outcome)
@@ -392,6 +393,7 @@ class MemoryService:
             replace(filters, states=(MemoryState.ARCHIVED,)),
             request.limit,
             request.min_score,
+            asked_at=request.asked_at,
         )
         found = [s for s in archived.results if not _withdrawn(s.memory)]
         if not found:

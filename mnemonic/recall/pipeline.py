@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import TypeVar
 
 from mnemonic.config import RecallConfig
@@ -40,6 +41,7 @@ from mnemonic.recall.ranking import (
     supersede,
     traits_of,
 )
+from mnemonic.recall.when import TimeWindow, time_window
 from mnemonic.store.base import (
     AssociationStore,
     EpisodeMembership,
@@ -173,8 +175,13 @@ class Recaller:
         min_score: float | None = None,
         *,
         drop_copies: bool = True,
+        asked_at: datetime | None = None,
     ) -> RecallOutcome:
         """The best ``limit`` memories scoring at least ``min_score`` (config default).
+
+        A time the question names ("two weeks ago": ``when.py``) counts back from
+        ``asked_at`` (default: ``filters.as_of``, else now); memories inside it are
+        searched as a further entry point and lifted (``recall.when_weight``).
 
         Scores are calibrated (``ranking.calibrate``): a query with no real evidence scores
         0 everywhere, so any positive ``min_score`` answers it with nothing. Near copies of
@@ -187,10 +194,13 @@ class Recaller:
         depths = (max(cfg.fts_candidates, limit), max(cfg.vector_candidates, limit))
         keep = max(cfg.mmr_pool, limit) * 2
         in_memory = self._index.ready and cfg.index == "memory"
+        window = None
+        if cfg.when_weight > 0:
+            window = time_window(query, asked_at or filters.as_of or utcnow())
         if in_memory:
-            found = await self._in_memory(query, terms, filters, depths, keep, stages)
+            found = await self._in_memory(query, terms, filters, depths, keep, stages, window)
         else:
-            found = await self._from_sql(terms, filters, depths, keep, stages)
+            found = await self._from_sql(terms, filters, depths, keep, stages, window)
         pool_size = max(cfg.mmr_pool, limit)
         top_fts = found.fts_ranked[:EVIDENCE_FTS_HITS]
         wanted = [r.seq for r in found.ranked[:pool_size]] + top_fts
@@ -265,6 +275,7 @@ class Recaller:
         depths: tuple[int, int],
         keep: int,
         stages: _Stages,
+        window: TimeWindow | None,
     ) -> _Candidates:
         index = self._index
         # the full-text entry point runs while the query is embedded (two threads)
@@ -275,7 +286,7 @@ class Recaller:
         allowed, fts_hits = await full_text
         stages.lap("entry")
         found = await self._off_loop(
-            self._rank_in_memory, vector, allowed, fts_hits, filters, depths, keep
+            self._rank_in_memory, vector, allowed, fts_hits, filters, depths, keep, terms, window
         )
         stages.lap("rank")
         return found
@@ -288,10 +299,23 @@ class Recaller:
         filters: Filters,
         depths: tuple[int, int],
         keep: int,
+        terms: list[str],
+        window: TimeWindow | None,
     ) -> _Candidates:
         index = self._index
         vector_hits = index.nearest(vector, depths[1], allowed, filters)
         direct = self._fuse(fts_hits, vector_hits, depths)
+        within = _within(filters, window)
+        windowed: list[tuple[int, float]] = []
+        if within is not None:
+            # the named time as an entry point: its best hits count as much as the whole
+            # store's, so an answer buried under better matches from other days is found
+            allowed_within, fts_within = index.full_text(
+                terms, within, depths[0], self._cfg.fts_match_budget
+            )
+            windowed = index.nearest(vector, depths[1], allowed_within, within)
+            for seq, value in self._fuse(fts_within, windowed, depths).items():
+                direct[seq] = max(direct.get(seq, 0.0), value)
         flow = spread_arrays(self._seeds(direct), index.graph, allowed, self._spread)
         cfg = self._cfg
         lifted = (
@@ -302,8 +326,18 @@ class Recaller:
             else {}
         )
         found = self._rank(
-            direct, flow, fts_hits, vector_hits, keep, index.columns.traits, {}, lifted=lifted
+            direct,
+            flow,
+            fts_hits,
+            vector_hits,
+            keep,
+            index.columns.traits,
+            {},
+            lifted=lifted,
+            window=window,
         )
+        for seq, cosine in windowed:  # evidence and explain see their cosines too
+            found.cosine.setdefault(seq, cosine)
         if len(index.supersessions):
             found.ranked = self._supersede(found.ranked, allowed, filters)
         return found
@@ -343,7 +377,9 @@ class Recaller:
         depths: tuple[int, int],
         keep: int,
         stages: _Stages,
+        window: TimeWindow | None,
     ) -> _Candidates:
+        """No windowed entry point here (the index is being built): the boost only."""
         fts_hits: list[tuple[int, float]] = []
         if terms:
             fts_hits = await self._search.full_text(
@@ -367,7 +403,9 @@ class Recaller:
                 return None
             return traits_of(memory)
 
-        found = self._rank(direct, flow, fts_hits, [], keep, traits, known, (relevance, shortlist))
+        found = self._rank(
+            direct, flow, fts_hits, [], keep, traits, known, (relevance, shortlist), window=window
+        )
         stages.lap("rank")
         return found
 
@@ -399,6 +437,7 @@ class Recaller:
         ranked_already: tuple[dict[int, float], list[int]] | None = None,
         *,
         lifted: Mapping[int, PatternMatch] | None = None,
+        window: TimeWindow | None = None,
     ) -> _Candidates:
         """Score the ``keep`` most relevant candidates; ``ranked_already`` passes the
         relevance and shortlist a caller computed (the SQL path reads those memories
@@ -437,7 +476,7 @@ class Recaller:
                     pattern_id=by_pattern.pattern_id,
                     pattern_title=by_pattern.title,
                 )
-            ranked.append(score(seq, found, signals, cfg, now))
+            ranked.append(score(seq, found, signals, cfg, now, window))
         ranked.sort(key=lambda r: -r.strength)
         return _Candidates(
             ranked=ranked,
@@ -455,6 +494,16 @@ def _reached(arrival: Arrival | None, memories: Mapping[int, Memory]) -> Reached
     if arrival is None or arrival.source not in memories:
         return None
     return Reached(memories[arrival.source], arrival.relation, arrival.strength, arrival.hop)
+
+
+def _within(filters: Filters, window: TimeWindow | None) -> Filters | None:
+    """``filters`` narrowed to the window the question names; None when it names none or
+    the filters' own time range leaves nothing of it."""
+    if window is None:
+        return None
+    since = window.start if filters.since is None else max(filters.since, window.start)
+    until = window.end if filters.until is None else min(filters.until, window.end)
+    return None if since > until else replace(filters, since=since, until=until)
 
 
 def _in_episode(scored: Scored, episodes: Mapping[int, str]) -> Scored:

@@ -18,6 +18,7 @@ from datetime import datetime
 
 from mnemonic.config import RecallConfig
 from mnemonic.index.columns import Traits
+from mnemonic.recall.when import TimeWindow
 from mnemonic.store.models import Memory
 from mnemonic.timeutil import ensure_utc
 
@@ -114,7 +115,14 @@ def recency(timestamp: float, now: datetime, half_life_days: float) -> float:
     return float(0.5 ** (age_days / half_life_days))
 
 
-def score(seq: int, traits: Traits, signals: Signals, cfg: RecallConfig, now: datetime) -> Ranked:
+def score(
+    seq: int,
+    traits: Traits,
+    signals: Signals,
+    cfg: RecallConfig,
+    now: datetime,
+    window: TimeWindow | None = None,
+) -> Ranked:
     relevance_parts = {"direct": signals.direct, "spread": cfg.spread_weight * signals.spread}
     if signals.pattern:
         relevance_parts["pattern"] = cfg.pattern_weight * signals.pattern
@@ -129,6 +137,8 @@ def score(seq: int, traits: Traits, signals: Signals, cfg: RecallConfig, now: da
         "salience": cfg.salience_weight * traits.salience,
         "significance": cfg.significance_weight * traits.significance,
     }
+    if window is not None:  # the question named a time (``when.py``)
+        boosts["when"] = cfg.when_weight * window.closeness(traits.timestamp)
     base = relevance * multiplier
     contributions = {name: value * multiplier for name, value in relevance_parts.items()}
     contributions.update({name: base * value for name, value in boosts.items()})

@@ -1,0 +1,181 @@
+"""When does a question point to? "two weeks ago", "yesterday", "last Saturday".
+
+"What gardening did I do two weeks ago?" names its answer by time as much as by words, and
+a memory daemon is asked that way all day ("the bug I fixed yesterday", "what we decided
+last week"). This reads such a phrase as a window of time counted back from when the
+question is asked; recall then lifts the candidates inside it (``recall.when_weight``,
+explained as the ``when`` contribution). Nothing outside is pushed down, so a phrase that
+points to where no memory is changes nothing.
+
+Phrases read: "yesterday"; "two weeks ago", "5 days ago", "a couple of months ago"; "last
+Friday", "last weekend", "last week / month / year" (the calendar one before this);
+"in the last month", "the past three weeks", "last 3 days" (from then up to now). Only
+phrases that point to the past are read: "today", "tonight" and "this week" mostly
+describe the asker's present ("a movie for tonight?"), not where the answer was stored.
+Windows are generous, as people are with time: "two weeks ago" is 14 days back, give or
+take a quarter of that; "last Friday" is that whole day, widened by half a day each side,
+since memories carry UTC times and the asker's day is local.
+
+English words only, read in one pass over at most ``SCANNED_CHARS`` characters: linear,
+nothing to backtrack. The first phrase found wins.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from mnemonic.timeutil import ensure_utc
+
+SCANNED_CHARS = 1000
+_WORD = re.compile(r"[^\W_]+")
+
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "few": 3,  # "a few days ago"
+    "couple": 2,  # "a couple of weeks ago" (the "of" is skipped)
+}
+_UNIT_DAYS = {"day": 1.0, "week": 7.0, "month": 30.4, "year": 365.25}
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_SPREAD = 0.25  # "N units ago": the window is N units, give or take this share of it
+_DAY_SLACK = timedelta(hours=12)  # around a named day (UTC times, local days)
+_MAX_AGO = 1000  # "9999 years ago" points to no memory; past this the phrase is ignored
+
+
+@dataclass(frozen=True, slots=True)
+class TimeWindow:
+    start: datetime
+    end: datetime
+    phrase: str  # the words it was read from, for explain
+
+    def contains(self, when: datetime) -> bool:
+        return self.start <= ensure_utc(when) <= self.end
+
+    def closeness(self, timestamp: float) -> float:
+        """1 inside the window, falling linearly to 0 one window-width outside it."""
+        start, end = self.start.timestamp(), self.end.timestamp()
+        width = max(end - start, 1.0)
+        if start <= timestamp <= end:
+            return 1.0
+        gap = start - timestamp if timestamp < start else timestamp - end
+        return max(0.0, 1.0 - gap / width)
+
+
+def time_window(question: str, asked_at: datetime) -> TimeWindow | None:
+    """The window of time ``question`` points to, counted back from ``asked_at``; None
+    when it names none (or one before the calendar begins: "900 years ago" in year 500)."""
+    try:
+        return _first_window(question, ensure_utc(asked_at))
+    except (OverflowError, ValueError):
+        return None
+
+
+def _first_window(question: str, now: datetime) -> TimeWindow | None:
+    words = _WORD.findall(question[:SCANNED_CHARS].casefold())
+    for i, word in enumerate(words):
+        if word == "yesterday":
+            day = _midnight(now) - timedelta(days=1)
+            return _day(day, 1, "yesterday")
+        if word == "ago" and i >= 2:
+            found = _ago(words, i, now)
+            if found is not None:
+                return found
+        if word in ("last", "past") and i + 1 < len(words):
+            found = _trailing(words, i, now)
+            if found is None and word == "last":
+                found = _last(words[i + 1], now)
+            if found is not None:
+                return found
+    return None
+
+
+def _trailing(words: list[str], i: int, now: datetime) -> TimeWindow | None:
+    """``the last month``, ``the past three weeks``, ``last 3 days``, ``past few months``:
+    from that far back up to now. Without "the" or a number, "last month" is the
+    calendar month before this one (``_last``)."""
+    at = i + 1
+    count = _number(words[at]) if words[at] not in ("a", "an") else None
+    if count is not None:
+        at += 1
+    if at < len(words) and words[at] == "of":  # "the past couple of weeks"
+        at += 1
+    if at >= len(words):
+        return None
+    unit = words[at].removesuffix("s")
+    if unit not in _UNIT_DAYS:
+        return None
+    if count is None and words[i] == "last" and (i == 0 or words[i - 1] != "the"):
+        return None  # "last month": the calendar month (``_last``)
+    count = count or 1
+    if not 0 < count <= _MAX_AGO:
+        return None
+    back = timedelta(days=count * _UNIT_DAYS[unit])
+    return TimeWindow(now - back - _DAY_SLACK, now, " ".join(words[i : at + 1]))
+
+
+def _ago(words: list[str], i: int, now: datetime) -> TimeWindow | None:
+    """``<number> <unit>(s) ago``, the number a digit string or a word."""
+    unit = words[i - 1].removesuffix("s")
+    if unit not in _UNIT_DAYS:
+        return None
+    number_at = i - 2
+    if words[number_at] == "of" and number_at >= 1:  # "a couple of weeks ago"
+        number_at -= 1
+    count = _number(words[number_at])
+    if count is None or not 0 < count <= _MAX_AGO:
+        return None
+    back = timedelta(days=count * _UNIT_DAYS[unit])
+    slack = max(back * _SPREAD, timedelta(days=1))
+    phrase = " ".join(words[number_at : i + 1])
+    return TimeWindow(now - back - slack, now - back + slack, phrase)
+
+
+def _last(what: str, now: datetime) -> TimeWindow | None:
+    """``last <weekday>``, ``last weekend``, ``last week``, ``last month``, ``last year``."""
+    today = _midnight(now)
+    if what in _WEEKDAYS:
+        back = (today.weekday() - _WEEKDAYS.index(what) - 1) % 7 + 1  # 1..7 days before
+        return _day(today - timedelta(days=back), 1, f"last {what}")
+    if what == "weekend":
+        back = (today.weekday() - 5 - 1) % 7 + 1  # the last Saturday before today
+        return _day(today - timedelta(days=back), 2, "last weekend")
+    if what == "week":  # the calendar week before this one (Monday to Sunday)
+        monday = today - timedelta(days=today.weekday() + 7)
+        return _day(monday, 7, "last week")
+    if what == "month":
+        first = today.replace(day=1)
+        previous = (first - timedelta(days=1)).replace(day=1)
+        return _day(previous, (first - previous).days, "last month")
+    if what == "year":
+        previous = today.replace(year=today.year - 1, month=1, day=1)
+        return _day(previous, (today.replace(month=1, day=1) - previous).days, "last year")
+    return None
+
+
+def _number(word: str) -> int | None:
+    if word.isascii() and word.isdigit() and len(word) <= 4:
+        return int(word)
+    return _NUMBERS.get(word)
+
+
+def _midnight(now: datetime) -> datetime:
+    return now.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _day(start: datetime, days: int, phrase: str) -> TimeWindow:
+    """``days`` whole days from ``start``, widened by half a day each side."""
+    return TimeWindow(start - _DAY_SLACK, start + timedelta(days=days) + _DAY_SLACK, phrase)
