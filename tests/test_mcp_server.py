@@ -11,6 +11,7 @@ import sys
 import warnings
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -139,6 +140,13 @@ async def call_all(client: Client, tag: str) -> dict[str, dict[str, Any]]:
     assert second["links"] == [first["memory_id"]]  # linked through POST /associations
     rec = await call("recall", {"query": f"zebra cache SQLite {tag}", "explain": True})
     assert rec["project"] == PROJECT and rec["results"]
+    # asked tomorrow, "yesterday" is today: the decisions just stored are inside it
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    timed = await call(
+        "recall",
+        {"query": f"zebra cache SQLite {tag} yesterday", "explain": True, "asked_at": tomorrow},
+    )
+    assert timed["results"][0]["explain"]["contributions"]["when"] > 0
     await call(
         "recall",
         {
@@ -240,6 +248,7 @@ def test_http_lists_tools_with_full_schemas(daemon: DaemonProc) -> None:
                 "min_score",
                 "explain",
                 "as_of",
+                "asked_at",
                 "limit",
             } <= recall_args
 

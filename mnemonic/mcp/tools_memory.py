@@ -121,7 +121,9 @@ def register_memory_tools(mcp: MCPServer, kit: Kit) -> None:  # noqa: PLR0915 - 
         " conventions of this project. Ask in plain words (what you are about to do or the"
         " error you see). Searches this session's project unless `project` is given or"
         " `all_projects` is true. Every filter of the REST query is available; `explain`"
-        " adds why each result ranked; `as_of` recalls memory as it stood at that time."
+        " adds why each result ranked; `as_of` recalls memory as it stood at that time;"
+        " `asked_at` is when the question was asked, if not now (time phrases such as"
+        " 'two weeks ago' count back from it)."
         " Rate useful results with the feedback tool (pass `query_id`).",
     )
     async def recall(
@@ -141,6 +143,10 @@ def register_memory_tools(mcp: MCPServer, kit: Kit) -> None:  # noqa: PLR0915 - 
         as_of: Annotated[
             str | None, Field(description="ISO 8601 date-time: recall memory as it stood then")
         ] = None,
+        asked_at: Annotated[
+            str | None,
+            Field(description="ISO 8601 date-time: 'two weeks ago' in the query counts from here"),
+        ] = None,
     ) -> m.Recalled:
         async def work(proj: str) -> m.Recalled:
             scope = _scope(proj, all_projects)
@@ -155,6 +161,7 @@ def register_memory_tools(mcp: MCPServer, kit: Kit) -> None:  # noqa: PLR0915 - 
                 "min_salience": min_salience,
                 "min_score": min_score,
                 "as_of": as_of,
+                "asked_at": asked_at,
             }
             body.update({k: v for k, v in extra.items() if v is not None})
             got = await kit.call("POST", "/api/v1/query", json_body=body)
