@@ -60,10 +60,6 @@ _MAX_AGO = 1000  # "9999 years ago" points to no memory; past this the phrase is
 class TimeWindow:
     start: datetime
     end: datetime
-    phrase: str  # the words it was read from, for explain
-
-    def contains(self, when: datetime) -> bool:
-        return self.start <= ensure_utc(when) <= self.end
 
     def closeness(self, timestamp: float) -> float:
         """1 inside the window, falling linearly to 0 one window-width outside it."""
@@ -89,7 +85,7 @@ def _first_window(question: str, now: datetime) -> TimeWindow | None:
     for i, word in enumerate(words):
         if word == "yesterday":
             day = _midnight(now) - timedelta(days=1)
-            return _day(day, 1, "yesterday")
+            return _day(day, 1)
         if word == "ago" and i >= 2:
             found = _ago(words, i, now)
             if found is not None:
@@ -108,7 +104,7 @@ def _trailing(words: list[str], i: int, now: datetime) -> TimeWindow | None:
     from that far back up to now. Without "the" or a number, "last month" is the
     calendar month before this one (``_last``)."""
     at = i + 1
-    count = _number(words[at]) if words[at] not in ("a", "an") else None
+    count = _number(words[at])
     if count is not None:
         at += 1
     if at < len(words) and words[at] == "of":  # "the past couple of weeks"
@@ -124,7 +120,7 @@ def _trailing(words: list[str], i: int, now: datetime) -> TimeWindow | None:
     if not 0 < count <= _MAX_AGO:
         return None
     back = timedelta(days=count * _UNIT_DAYS[unit])
-    return TimeWindow(now - back - _DAY_SLACK, now, " ".join(words[i : at + 1]))
+    return TimeWindow(now - back - _DAY_SLACK, now)
 
 
 def _ago(words: list[str], i: int, now: datetime) -> TimeWindow | None:
@@ -140,8 +136,7 @@ def _ago(words: list[str], i: int, now: datetime) -> TimeWindow | None:
         return None
     back = timedelta(days=count * _UNIT_DAYS[unit])
     slack = max(back * _SPREAD, timedelta(days=1))
-    phrase = " ".join(words[number_at : i + 1])
-    return TimeWindow(now - back - slack, now - back + slack, phrase)
+    return TimeWindow(now - back - slack, now - back + slack)
 
 
 def _last(what: str, now: datetime) -> TimeWindow | None:
@@ -149,20 +144,20 @@ def _last(what: str, now: datetime) -> TimeWindow | None:
     today = _midnight(now)
     if what in _WEEKDAYS:
         back = (today.weekday() - _WEEKDAYS.index(what) - 1) % 7 + 1  # 1..7 days before
-        return _day(today - timedelta(days=back), 1, f"last {what}")
+        return _day(today - timedelta(days=back), 1)
     if what == "weekend":
         back = (today.weekday() - 5 - 1) % 7 + 1  # the last Saturday before today
-        return _day(today - timedelta(days=back), 2, "last weekend")
+        return _day(today - timedelta(days=back), 2)
     if what == "week":  # the calendar week before this one (Monday to Sunday)
         monday = today - timedelta(days=today.weekday() + 7)
-        return _day(monday, 7, "last week")
+        return _day(monday, 7)
     if what == "month":
         first = today.replace(day=1)
         previous = (first - timedelta(days=1)).replace(day=1)
-        return _day(previous, (first - previous).days, "last month")
+        return _day(previous, (first - previous).days)
     if what == "year":
         previous = today.replace(year=today.year - 1, month=1, day=1)
-        return _day(previous, (today.replace(month=1, day=1) - previous).days, "last year")
+        return _day(previous, (today.replace(month=1, day=1) - previous).days)
     return None
 
 
@@ -176,6 +171,6 @@ def _midnight(now: datetime) -> datetime:
     return now.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-def _day(start: datetime, days: int, phrase: str) -> TimeWindow:
+def _day(start: datetime, days: int) -> TimeWindow:
     """``days`` whole days from ``start``, widened by half a day each side."""
-    return TimeWindow(start - _DAY_SLACK, start + timedelta(days=days) + _DAY_SLACK, phrase)
+    return TimeWindow(start - _DAY_SLACK, start + timedelta(days=days) + _DAY_SLACK)
