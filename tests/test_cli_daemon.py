@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
@@ -255,6 +256,34 @@ def test_recall_shows_each_results_id_source_date_and_project(
     assert head[-1] == "rec"
     assert "nightly backup" in out.splitlines()[1]
     assert out.splitlines()[-1].startswith("query id: ")
+
+
+def test_recall_reads_as_of_asked_at_and_a_window_and_refuses_a_bad_time(
+    run: Run, daemon: dict[str, str]
+) -> None:
+    memory_id = _remember(run, daemon, "The standup moved to 09:30 on Tuesdays.", "when")
+    ask = ["recall", "what happened with the standup two weeks ago", "--project", "when"]
+    code, out, err = run(daemon, *ask, "--json", "--explain")
+    assert code == 0, err
+    [now] = json.loads(out)["results"]
+    assert now["memory"]["id"] == memory_id
+    assert now["explain"]["contributions"].get("when", 0.0) == 0.0  # nothing then
+
+    later = datetime.now(UTC) + timedelta(days=14)
+    code, out, err = run(daemon, *ask, "--asked-at", later.isoformat(), "--json", "--explain")
+    assert code == 0, err
+    [asked] = json.loads(out)["results"]
+    assert asked["explain"]["contributions"]["when"] > 0  # asked in two weeks: today
+
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    for hidden in (["--as-of", "2001-01-01"], ["--until", "2001-01-01"], ["--since", tomorrow]):
+        code, out, err = run(daemon, *ask, *hidden, "--json")
+        assert code == 0, err
+        assert json.loads(out)["results"] == [], hidden
+
+    code, out, err = run(daemon, *ask, "--asked-at", "the day after payday")
+    assert code == 65, (out, err)
+    assert "asked_at" in err
 
 
 def test_list_show_projects_feedback_and_stats(run: Run, daemon: dict[str, str]) -> None:

@@ -70,6 +70,29 @@ def recall(
             min=0.0, max=1.0, help="Leave out results scoring below this (0-1; 0 keeps all)."
         ),
     ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(metavar="WHEN", help="Only memories from then on (ISO date or time)."),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(metavar="WHEN", help="Only memories up to then (ISO date or time)."),
+    ] = None,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            metavar="WHEN",
+            help="Recall as memory stood then: later memories and supersessions are ignored.",
+        ),
+    ] = None,
+    asked_at: Annotated[
+        str | None,
+        typer.Option(
+            metavar="WHEN",
+            help="Read 'last week', 'two days ago', ... in the query from then (default: "
+            "--as-of, else now).",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Recall memories by meaning and words."""
@@ -78,6 +101,10 @@ def recall(
         body["project"] = project
     if min_score is not None:
         body["min_score"] = min_score
+    # passed as given: the daemon parses them; a bad one is its 422, a data error (65)
+    for key, when in (("since", since), ("until", until), ("as_of", as_of), ("asked_at", asked_at)):
+        if when:
+            body[key] = when
     result = call("POST", "/api/v1/query", body)
     if as_json:
         emit_json(result)
