@@ -181,7 +181,7 @@ class DreamingAgent:
             # the plan comes back through a private file, not the worker's pipe
             # (``runtime.worker_process`` says why)
             plan = await run_in_worker(
-                self._store.path.parent, "dreaming", CyclePlan, plan_in_worker,
+                self._store.folder, "dreaming", CyclePlan, plan_in_worker,
                 str(self._store.path), self._busy_timeout_ms, self._params, self._terms,
                 cursor, after,
             )  # fmt: skip

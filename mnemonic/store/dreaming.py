@@ -97,6 +97,11 @@ class SQLiteDreaming:
         """The database file (a worker process opens its own connection to it)."""
         return self.db.path
 
+    @property
+    def folder(self) -> Path:
+        """The database's folder (private: a worker process's answer is written there)."""
+        return self.db.path.parent
+
     # ---- meta -----------------------------------------------------------------------------
     async def get_meta(self, key: str) -> str | None:
         return await self.db.run_read(lambda conn: ConnReads(conn).meta(key))
