@@ -71,14 +71,16 @@ def passages(text: str, scheme: str, lead_words: int) -> list[str]:
 class PassageIndex:
     """Whole-memory vectors plus passage vectors; a memory scores by its best one."""
 
-    def __init__(self, texts: list[str], scheme: str, lead_words: int, embed: Embed) -> None:
+    def __init__(
+        self, texts: list[str], whole: np.ndarray, scheme: str, lead_words: int, embed: Embed
+    ) -> None:
         owner: list[int] = []
         extra: list[str] = []
         for i, text in enumerate(texts):
             for passage in passages(text, scheme, lead_words):
                 owner.append(i)
                 extra.append(passage)
-        self.whole = embed(texts)
+        self.whole = whole  # embedded once per haystack, shared by every scheme
         self.owner = np.asarray(owner, dtype=np.int64)
         self.extra = embed(extra) if extra else np.zeros((0, self.whole.shape[1]), np.float32)
         self.vectors = len(texts) + len(extra)
@@ -106,15 +108,17 @@ def run_locomo(embed: Embed, lead_words: int, schemes: list[str]) -> dict[str, A
         texts = [t["text"] for t in items]
         dias = [t["dia_id"] for t in items]
         bm25 = locomo.BM25(texts)
+        whole = embed(texts)
         qs = locomo.questions(sample, set(dias))
         qvecs = embed([q["question"] for q in qs])
+        words = [top(bm25.scores(q["question"])) for q in qs]
         for scheme in schemes:
-            index = PassageIndex(texts, scheme, lead_words, embed)
+            index = PassageIndex(texts, whole, scheme, lead_words, embed)
             size[scheme][0] += len(texts)
             size[scheme][1] += index.vectors
-            for q, qv in zip(qs, qvecs, strict=True):
+            for q, qv, by_words in zip(qs, qvecs, words, strict=True):
                 vec = top(index.scores(qv))
-                fused = locomo.rrf_rank([top(bm25.scores(q["question"])), vec])
+                fused = locomo.rrf_rank([by_words, vec])
                 for name, ranking in (("vector", vec), ("BM25+vector", fused)):
                     ranked = [[dias[i]] for i in ranking[:10]]
                     rows[f"{scheme} | {name}"].append(
@@ -135,11 +139,11 @@ def run_longmemeval(embed: Embed, lead_words: int, step: int, schemes: list[str]
             continue
         texts = [t["text"] for t in items]
         answers = {t["session"] for t in items if t["answer"]}
-        bm25 = locomo.BM25(texts)
+        whole = embed(texts)
         qv = embed([question["question"]])[0]
-        words = top(bm25.scores(question["question"]))
+        words = top(locomo.BM25(texts).scores(question["question"]))
         for scheme in schemes:
-            index = PassageIndex(texts, scheme, lead_words, embed)
+            index = PassageIndex(texts, whole, scheme, lead_words, embed)
             size[scheme][0] += len(texts)
             size[scheme][1] += index.vectors
             vec = top(index.scores(qv))
