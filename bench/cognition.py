@@ -136,14 +136,23 @@ def ingest_longmemeval(client: Any, data: list[dict[str, Any]]) -> list[dict[str
 
 
 def pending(home: Path) -> int:
-    """Observations accepted but not yet encoded (no memory or no vector yet)."""
+    """Observations accepted but not yet encoded (no memory or no vector yet), and
+    memories without passage vectors (a store from before migration 0009: the daemon's
+    re-embedding backfills them at its start, as it would for a user who upgrades)."""
     conn = sqlite3.connect(f"file:{home / 'data' / 'mnemonic.db'}?mode=ro", uri=True)
     try:
-        return int(
-            conn.execute("SELECT count(*) FROM raw_memories WHERE status = 'accepted'").fetchone()[
-                0
-            ]
+        raw = "SELECT count(*) FROM raw_memories WHERE status = 'accepted'"
+        waiting = int(conn.execute(raw).fetchone()[0])
+        has_passages = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = 'memory_passages'"
+        ).fetchone()
+        lacking = (
+            "SELECT count(*) FROM memories m WHERE m.embedded = 1"
+            " AND NOT EXISTS (SELECT 1 FROM memory_passages p WHERE p.seq = m.seq)"
+            if has_passages
+            else "SELECT count(*) FROM memories WHERE embedded = 1"
         )
+        return waiting + int(conn.execute(lacking).fetchone()[0])
     finally:
         conn.close()
 

@@ -163,6 +163,16 @@ class EncodingConfig(_Section):
     reinforce_step: float = Field(
         0.05, ge=0.0, le=0.5, description="Salience added when a duplicate reinforces."
     )
+    passage_cap: int = Field(
+        12,
+        ge=0,
+        le=64,
+        description="Passage vectors embedded per memory besides its whole text (0 = none);"
+        " past this many sentences, runs of adjacent sentences.",
+    )
+    passage_lead_words: int = Field(
+        4, ge=0, le=32, description="The memory's first words, put before each passage."
+    )
     batch_max: int = Field(64, ge=1, le=1024, description="Embedding batch size of the encoder.")
     batch_wait_ms: float = Field(
         50.0, ge=0, description="How long the encoder waits to fill a batch."
@@ -248,6 +258,11 @@ class RecallConfig(_Section):
     rrf_k: float = Field(60.0, gt=0, description="Reciprocal-rank-fusion constant.")
     fts_weight: float = Field(1.3, ge=0, description="Weight of the full-text ranking in fusion.")
     vector_weight: float = Field(1.0, ge=0, description="Weight of the vector ranking in fusion.")
+    passage_vectors: bool = Field(
+        True,
+        description="A memory's vector score is its best passage's or its whole text's,"
+        " whichever is higher (encoding.passage_cap).",
+    )
     spread_seeds: int = Field(20, ge=0, le=200, description="Top fused hits that spread.")
     spread_hops: int = Field(3, ge=0, le=6, description="Hops of spreading activation.")
     spread_decay: float = Field(0.7, ge=0, le=1, description="Activation kept per hop.")

@@ -211,6 +211,7 @@ class _OneShot:
 
 
 _VECTORS_MODEL = "vectors_model"  # every stored vector is this model's (set by re-embedding)
+_PASSAGES = "+passages"  # ... and every memory has its passages (migration 0009)
 
 
 def _log_index_failure(task: asyncio.Task[None]) -> None:
@@ -572,13 +573,20 @@ class Daemon:
         starts skip the scan. Where nothing is recorded yet, the re-embed job counts in
         the background, after start."""
         try:
-            return await self.store.get_meta(_VECTORS_MODEL) != self.embedder.name
+            return await self.store.get_meta(_VECTORS_MODEL) != self.embedder.name + _PASSAGES
         except StorageUnavailable:
             return False
 
     async def _reembed(self) -> None:
-        await reembed(self.store, self.embedder, self.reembed_progress)
-        await self.store.set_meta(_VECTORS_MODEL, self.embedder.name)
+        encoding = self.cfg.encoding
+        await reembed(
+            self.store,
+            self.embedder,
+            self.reembed_progress,
+            passage_lead_words=encoding.passage_lead_words,
+            passage_cap=encoding.passage_cap,
+        )
+        await self.store.set_meta(_VECTORS_MODEL, self.embedder.name + _PASSAGES)
 
     async def _cycle_agents(self) -> list[ScheduledAgent]:
         """The thinking half's agents, each a bounded cycle on a schedule and on demand

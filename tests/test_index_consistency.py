@@ -64,7 +64,11 @@ PROJECTS = ("alpha", "beta", "")
 def _text(rng: random.Random) -> str:
     # a few shared words make twins (merges) and links; no underscores or hyphens, whose
     # multi-token phrases the in-memory full text approximates (see index/fulltext.py)
-    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 12)))
+    # some of several sentences, which have passage vectors (index/passages.py)
+    sentences = rng.choice((1, 1, 2, 3))
+    return ". ".join(
+        " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 12))) for _ in range(sentences)
+    )
 
 
 def _ids(client: TestClient, state: str | None = None) -> list[str]:
@@ -152,9 +156,14 @@ def test_past_the_exact_limit_vectors_move_to_hnsw_and_stay_equal_to_the_databas
         assert answer.status_code in (200, 201)
     daemon = client.daemon  # type: ignore[attr-defined]
     deadline = time.monotonic() + 30
-    while daemon.index.vectors.kind == "numpy-exact" and time.monotonic() < deadline:
+    index = daemon.index
+    while "numpy-exact" in (index.vectors.kind, index.passages.vectors.kind):
+        if time.monotonic() > deadline:
+            break
         time.sleep(0.05)
-    assert daemon.index.vectors.kind.startswith("usearch-hnsw")
+    assert index.vectors.kind.startswith("usearch-hnsw")
+    assert len(index.passages) > 12  # the passage rows past the limit moved too
+    assert index.passages.vectors.kind.startswith("usearch-hnsw")
     for _ in range(6):
         _step(client, rng)
     client.portal.call(assert_index_matches_database, client.daemon, WORDS)  # type: ignore[attr-defined]
@@ -165,6 +174,7 @@ def test_past_the_exact_limit_vectors_move_to_hnsw_and_stay_equal_to_the_databas
     assert note in found
     health = client.get("/api/v1/health").json()["recall_index"]
     assert health["entry_points"]["vectors"]["kind"].startswith("usearch-hnsw")
+    assert health["entry_points"]["passages"]["kind"].startswith("usearch-hnsw")
 
 
 def test_recall_through_the_index_ranks_as_the_sql_path_does(

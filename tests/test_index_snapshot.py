@@ -413,6 +413,12 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
     "a vector not finite": _nan_vector,
     "a state code out of range": _bad_state,
     "an edge out of bounds": _bad_edge,
+    "a passage row without its vector": lambda f: _rewrite(
+        f, "passages.owner", np.array([1], dtype=np.int64)
+    ),
+    "a passage owner out of range": lambda f: _rewrite(
+        f, "passages.owner", np.array([-7], dtype=np.int64)
+    ),
 }
 
 
@@ -477,7 +483,8 @@ def test_a_purge_leaves_nothing_of_the_memory_in_the_snapshot(
 ) -> None:
     client = make_client()
     _fill(client, TOPICS[:4])
-    secret = _fill(client, ["the vault token rotation runbook lives in hush-hush"], "hush")
+    runbook = "the vault token rotation runbook lives in hush-hush. Rotate the token monthly."
+    secret = _fill(client, [runbook], "hush")
     target = next(i for i in secret if client.get(f"/api/v1/memories/{i}").json()["project"])
     with sqlite3.connect(paths.database) as conn:
         (seq,) = conn.execute("SELECT seq FROM memories WHERE id = ?", (target,)).fetchone()
@@ -489,6 +496,11 @@ def test_a_purge_leaves_nothing_of_the_memory_in_the_snapshot(
     assert not np.any(np.load(folder / "vectors.matrix.npy")[seq])
     assert not np.load(folder / "vectors.present.npy")[seq]
     assert seq not in np.load(folder / "fulltext.seqs.npy")
+    owner = np.load(folder / "passages.owner.npy")
+    matrix = np.load(folder / "passages.matrix.npy")
+    assert seq not in owner  # its two passages went too, their rows blanked
+    freed = np.flatnonzero(owner[: len(matrix)] < 0)
+    assert len(freed) == 2 and not np.any(matrix[freed])
     assert np.load(folder / "columns.state.npy")[seq] == 0
     assert np.load(folder / "columns.salience.npy")[seq] == 0
 
@@ -591,6 +603,11 @@ def test_the_log_notes_every_key_the_index_copies_once(tmp_path: Path) -> None:
         "",
     )
     assert last_note("UPDATE memory_vectors SET vector = ? WHERE seq = 1", b"\1" * 8)[0] == 3
+    # passages (0009) are noted under the memory's vector key, so a replay reads both
+    passage = "INSERT OR REPLACE INTO memory_passages VALUES (1, 'model', 2, ?, ?)"
+    assert last_note(passage, 1, b"\0" * 4) == (3, 1, 0, "")
+    assert last_note(passage, 0, b"") == (3, 1, 0, "")
+    assert last_note("UPDATE memory_passages SET count = 0 WHERE seq = 1") == (3, 1, 0, "")
     edge = (4, 1, 2, "similar")
     assert (
         last_note(
@@ -604,6 +621,7 @@ def test_the_log_notes_every_key_the_index_copies_once(tmp_path: Path) -> None:
     assert last_note("UPDATE associations SET strength = 0.7 WHERE source_seq = 1") == edge
     assert last_note("DELETE FROM associations WHERE source_seq = 1") == edge
     assert last_note("DELETE FROM memory_vectors WHERE seq = 1")[0] == 3
+    assert last_note("DELETE FROM memory_passages WHERE seq = 1") == (3, 1, 0, "")
     assert last_note("DELETE FROM memories WHERE seq = 2") == (1, 2, 0, "")
     # one note per key, the newest: seq 1 row and text, seq 2 text and row, the vector, the edge
     assert sorted(notes()) == sorted(

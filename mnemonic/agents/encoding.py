@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from mnemonic.config import EncodingConfig
@@ -37,6 +38,7 @@ from mnemonic.encoding.linking import (
     may_merge,
     supersessions,
 )
+from mnemonic.encoding.passages import embed_with_passages
 from mnemonic.events.types import (
     AssociationCreated,
     Context,
@@ -275,8 +277,17 @@ class EncodingAgent:
         deadline = asyncio.timeout(self._cfg.batch_timeout_s)
         try:
             async with deadline:
-                vectors = await asyncio.to_thread(self._embedder.embed, texts)
+                vectors, passages = await asyncio.to_thread(
+                    embed_with_passages,
+                    self._embedder.embed,
+                    texts,
+                    self._cfg.passage_lead_words,
+                    self._cfg.passage_cap,
+                )
                 outcomes = await self._decide(batch, vectors)
+                outcomes = [
+                    replace(o, passages=mine) for o, mine in zip(outcomes, passages, strict=True)
+                ]
         except TimeoutError as exc:
             if not deadline.expired():
                 raise

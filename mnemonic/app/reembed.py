@@ -10,6 +10,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
+from mnemonic.encoding.passages import embed_with_passages
 from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.store.sqlite import SQLiteStore
 
@@ -28,7 +29,12 @@ async def reembed(
     embedder: EmbeddingProvider,
     progress: ReembedProgress,
     batch: int = 128,
+    *,
+    passage_lead_words: int = 4,
+    passage_cap: int = 12,
 ) -> None:
+    """Embed every memory lacking a whole vector or passages of ``embedder``'s model:
+    after a model change, and once after the upgrade that added passages (0009)."""
     progress.total = await store.count_stale_vectors(embedder.name)
     progress.running = progress.total > 0
     if progress.running:
@@ -37,8 +43,10 @@ async def reembed(
         seqs, texts = await store.stale_vectors(embedder.name, batch)
         if not seqs:
             break
-        vectors = await asyncio.to_thread(embedder.embed, texts)
+        vectors, passages = await asyncio.to_thread(
+            embed_with_passages, embedder.embed, texts, passage_lead_words, passage_cap
+        )
         # the recall index picks the new vectors up from the change feed
-        await store.store_vectors(seqs, vectors, embedder.name)
+        await store.store_vectors(seqs, vectors, embedder.name, passages)
         progress.done += len(seqs)
     progress.running = False

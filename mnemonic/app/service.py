@@ -13,6 +13,7 @@ from typing import Any
 
 from mnemonic.config import Config
 from mnemonic.encoding.heuristic import encode
+from mnemonic.encoding.passages import embed_with_passages
 from mnemonic.encoding.text import content_hash
 from mnemonic.errors import InvalidInputError, NotFoundError, StorageUnavailable
 from mnemonic.events.types import (
@@ -304,7 +305,14 @@ class MemoryService:
             max_concepts=self._cfg.encoding.max_concepts,
             salience_table=_salience_table(self._cfg.encoding.salience),
         )
-        vectors = await asyncio.to_thread(self._embedder.embed, [text])
+        encoding = self._cfg.encoding
+        vectors, passages = await asyncio.to_thread(
+            embed_with_passages,
+            self._embedder.embed,
+            [text],
+            encoding.passage_lead_words,
+            encoding.passage_cap,
+        )
         clean_reason = self._redact(reason) if reason else None
         amended = await self._browser.amend(
             memory_id,
@@ -312,7 +320,7 @@ class MemoryService:
             content_hash(text),
             enc,
             clean_reason,
-            (vectors[0], self._embedder.name),
+            (vectors[0], self._embedder.name, passages[0]),
         )
         if amended is None:
             raise NotFoundError("memory", memory_id)

@@ -18,7 +18,9 @@ import numpy as np
 from mnemonic.index.columns import COLUMN_SQL, ColumnRow, MemoryColumns
 from mnemonic.index.fulltext import Analyzed, FullTextIndex, analyze
 from mnemonic.index.graph import RELATION_CODES, AssociationGraph
+from mnemonic.index.passages import PassageVectors
 from mnemonic.index.vectors import AdaptiveVectors
+from mnemonic.store.passages import decode
 
 CHUNK = 8192
 
@@ -29,6 +31,7 @@ class Built:
     fulltext: FullTextIndex
     vectors: AdaptiveVectors
     graph: AssociationGraph
+    passages: PassageVectors
 
 
 class BuildStopped(Exception):
@@ -59,11 +62,14 @@ def read_everything(
     try:
         columns = _columns(conn, chunk, stop)
         vectors = _vectors(conn, model, dim, exact_max, chunk, stop)
+        passages = _passages(conn, model, dim, exact_max, chunk, stop)
         graph = _graph(conn, chunk, stop)
         fulltext = FullTextIndex.build(_documents(conn, chunk, stop))
     finally:
         conn.execute("COMMIT")
-    return Built(columns=columns, fulltext=fulltext, vectors=vectors, graph=graph)
+    return Built(
+        columns=columns, fulltext=fulltext, vectors=vectors, graph=graph, passages=passages
+    )
 
 
 def _columns(conn: sqlite3.Connection, chunk: int, stop: threading.Event | None) -> MemoryColumns:
@@ -126,6 +132,41 @@ def _vectors(
             filled += 1
     vectors.load_placed(matrix, seqs[:filled])
     return vectors
+
+
+def _passages(
+    conn: sqlite3.Connection,
+    model: str,
+    dim: int,
+    exact_max: int,
+    chunk: int,
+    stop: threading.Event | None,
+) -> PassageVectors:
+    """Every memory's passage rows, in one matrix (rows of a memory adjacent)."""
+    (rows,) = conn.execute(
+        "SELECT coalesce(sum(count), 0) FROM memory_passages WHERE model = ? AND dim = ?",
+        (model, dim),
+    ).fetchone()
+    matrix = np.zeros((int(rows), dim), dtype=np.float32)
+    owners = np.empty(int(rows), dtype=np.int64)
+    filled = 0
+    cursor = conn.execute(
+        "SELECT seq, count, vectors FROM memory_passages"
+        " WHERE model = ? AND dim = ? AND count > 0 ORDER BY seq",
+        (model, dim),
+    )
+    for batch in _batches(cursor, chunk, stop):
+        for seq, count, blob in batch:
+            mine = decode(blob, int(count), dim)
+            end = filled + len(mine)
+            if end > len(matrix):  # cannot happen inside one snapshot; guard anyway
+                break
+            matrix[filled:end] = mine
+            owners[filled:end] = seq
+            filled = end
+    passages = PassageVectors(dim, exact_max=exact_max)
+    passages.load(owners[:filled], matrix[:filled])
+    return passages
 
 
 def _graph(conn: sqlite3.Connection, chunk: int, stop: threading.Event | None) -> AssociationGraph:

@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from mnemonic.index.columns import COLUMN_SQL, ColumnRow
 from mnemonic.index.fulltext import Analyzed, analyze
+from mnemonic.store.passages import decode
 from mnemonic.store.sql_lists import marks
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,12 @@ TRIGGERS = (
     *(
         f"CREATE TEMP TRIGGER IF NOT EXISTS index_vector_{event.lower()} AFTER {event}"
         f" ON main.memory_vectors BEGIN INSERT INTO index_changes"
+        f" VALUES ({VECTOR}, {row}.seq, NULL, NULL); END"
+        for event, row in (("INSERT", "new"), ("UPDATE", "new"), ("DELETE", "old"))
+    ),
+    *(  # a memory's passages change under its vector key: both are read again
+        f"CREATE TEMP TRIGGER IF NOT EXISTS index_passage_{event.lower()} AFTER {event}"
+        f" ON main.memory_passages BEGIN INSERT INTO index_changes"
         f" VALUES ({VECTOR}, {row}.seq, NULL, NULL); END"
         for event, row in (("INSERT", "new"), ("UPDATE", "new"), ("DELETE", "old"))
     ),
@@ -81,6 +88,10 @@ class IndexDelta:
     vector_seqs: list[int] = field(default_factory=list)
     vectors: npt.NDArray[np.float32] | None = None  # one row per vector_seqs entry
     vectors_gone: list[int] = field(default_factory=list)  # deleted, or another model's
+    # each changed memory's passage vectors ([n, dim], n >= 1); none: deleted, n = 0 or
+    # another model's (index/passages.py)
+    passages: list[tuple[int, npt.NDArray[np.float32]]] = field(default_factory=list)
+    passages_gone: list[int] = field(default_factory=list)
     edges: list[tuple[int, int, str, float]] = field(default_factory=list)
     edges_gone: list[Edge] = field(default_factory=list)
 
@@ -91,6 +102,8 @@ class IndexDelta:
             or self.texts
             or self.vector_seqs
             or self.vectors_gone
+            or self.passages
+            or self.passages_gone
             or self.edges
             or self.edges_gone
         )
@@ -182,6 +195,19 @@ class DeltaReader:
         delta.vectors_gone = sorted(seqs - set(kept))
         if blobs:
             delta.vectors = np.vstack([np.frombuffer(b, dtype=np.float32) for b in blobs])
+        found: set[int] = set()
+        for chunk in _chunks(sorted(seqs)):
+            for seq, model, dim, count, blob in conn.execute(
+                "SELECT seq, model, dim, count, vectors FROM main.memory_passages"
+                f" WHERE seq IN ({marks(chunk)})",
+                chunk,
+            ):
+                if model == self.model and count > 0:
+                    matrix = decode(blob, int(count), int(dim))
+                    if len(matrix):
+                        found.add(int(seq))
+                        delta.passages.append((int(seq), matrix))
+        delta.passages_gone = sorted(seqs - found)
 
     @staticmethod
     def _edges(conn: sqlite3.Connection, edges: set[Edge], delta: IndexDelta) -> None:

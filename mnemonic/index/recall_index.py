@@ -35,6 +35,7 @@ from mnemonic.index.columns import BoolArray, MemoryColumns, SeqArray
 from mnemonic.index.fulltext import FullTextIndex
 from mnemonic.index.fulltext import compact as compact_text
 from mnemonic.index.graph import RELATION_CODES, AssociationGraph, build_csr
+from mnemonic.index.passages import PassageVectors, best_of
 from mnemonic.index.patterns import PatternSet
 from mnemonic.index.snapshot import discard_snapshot, load_snapshot, read_checkpoint
 from mnemonic.index.supersessions import Supersessions
@@ -74,6 +75,7 @@ class RecallIndex:
         self.columns = MemoryColumns()
         self.fulltext = FullTextIndex()
         self.vectors = AdaptiveVectors(dim, exact_max=vector_exact_max)
+        self.passages = PassageVectors(dim, exact_max=vector_exact_max)
         self.graph = AssociationGraph()
         self.supersessions = Supersessions()
         # loaded by the daemon from the abstraction store, not by builds (index/patterns.py)
@@ -93,6 +95,7 @@ class RecallIndex:
         self._ready = asyncio.Event()
         self._compacting: asyncio.Task[None] | None = None
         self._switching: asyncio.Task[None] | None = None
+        self._switching_passages: asyncio.Task[None] | None = None
 
     @property
     def ready(self) -> bool:
@@ -174,6 +177,11 @@ class RecallIndex:
             self.vectors.remove(np.asarray(gone_vectors, dtype=np.int64))
         if delta.vector_seqs and delta.vectors is not None:
             self.vectors.set(np.asarray(delta.vector_seqs, dtype=np.int64), delta.vectors)
+        gone_passages = sorted({*delta.passages_gone, *delta.gone})
+        if gone_passages:
+            self.passages.remove(gone_passages)
+        for seq, matrix in delta.passages:
+            self.passages.set(seq, matrix)
         for source, target, relation in delta.edges_gone:
             self.graph.remove_edge(source, target, RELATION_CODES[relation])
             if relation == SUPERSEDES:
@@ -185,6 +193,10 @@ class RecallIndex:
         if self._switching is None and self.vectors.needs_switch:
             self._switching = asyncio.get_running_loop().create_task(
                 self._switch_vectors(), name="mnemonic:index-hnsw"
+            )
+        if self._switching_passages is None and self.passages.vectors.needs_switch:
+            self._switching_passages = asyncio.get_running_loop().create_task(
+                self._switch_passages(), name="mnemonic:index-hnsw-passages"
             )
         if self._compacting is None and (
             self.graph.needs_compaction or self.fulltext.needs_compaction()
@@ -212,6 +224,25 @@ class RecallIndex:
             log.exception("building the HNSW vector index failed; exact search goes on")
         finally:
             self._switching = None
+
+    async def _switch_passages(self) -> None:
+        """The passage rows' switch to HNSW, as :meth:`_switch_vectors` does it."""
+        passages = self.passages
+        vectors = passages.vectors
+        try:
+            build = vectors.begin_switch()
+            try:
+                hnsw = await asyncio.to_thread(build)
+            except BaseException:
+                vectors.abort_switch()
+                raise
+            if passages is self.passages:
+                vectors.finish_switch(hnsw)
+                log.info("passage search switched to %s at %d rows", vectors.kind, len(vectors))
+        except Exception:
+            log.exception("building the HNSW passage index failed; exact search goes on")
+        finally:
+            self._switching_passages = None
 
     async def _compact(self) -> None:
         """Fold the graph's overlay and the full text's delta into new base arrays in a
@@ -286,10 +317,11 @@ class RecallIndex:
             self.state = "stale"
             raise
         assert isinstance(built, Built)
-        self.columns, self.fulltext, self.vectors, self.graph = (
+        self.columns, self.fulltext, self.vectors, self.passages, self.graph = (
             built.columns,
             built.fulltext,
             built.vectors,
+            built.passages,
             built.graph,
         )
         self.supersessions = supersessions
@@ -368,12 +400,23 @@ class RecallIndex:
         return allowed, self.fulltext.search(terms, allowed, limit, match_budget)
 
     def nearest(
-        self, vector: Vectors, k: int, allowed: BoolArray, filters: Filters
+        self,
+        vector: Vectors,
+        k: int,
+        allowed: BoolArray,
+        filters: Filters,
+        *,
+        passages: bool = False,
     ) -> list[tuple[int, float]]:
+        """The ``k`` nearest memories (seq, cosine); with ``passages`` a memory's cosine is
+        its best passage's when that beats its whole vector's (``index/passages.py``)."""
         candidates = (
             self.columns.project_seqs(filters.project) if filters.project is not None else None
         )
-        return self.vectors.search(vector, k, allowed, candidates)
+        whole = self.vectors.search(vector, k, allowed, candidates)
+        if not passages or not len(self.passages):
+            return whole
+        return best_of(whole, self.passages.search(vector, k, allowed), k)
 
     def nearest_many(
         self, vectors: Vectors, k: int, filters: Sequence[Filters]
@@ -408,6 +451,7 @@ class RecallIndex:
             "entry_points": {
                 "full_text": self.fulltext.describe() if self.ready else {"kind": "sqlite-fts5"},
                 "vectors": self.vectors.describe(),
+                "passages": self.passages.describe(),
                 "graph": self.graph.describe() if self.ready else {"kind": "sqlite"},
                 "columns": self.columns.describe(),
             },

@@ -57,6 +57,7 @@ from mnemonic.index.builder import Built
 from mnemonic.index.columns import SOURCES, STATES, TYPES, MemoryColumns
 from mnemonic.index.fulltext import FullTextIndex
 from mnemonic.index.graph import MAX_SEQ, RELATIONS, AssociationGraph, Csr
+from mnemonic.index.passages import PassageVectors
 from mnemonic.index.vectors import AdaptiveVectors, ExactVectors
 from mnemonic.private_files import PRIVATE_MODE, restrict
 
@@ -66,9 +67,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FORMAT = 2  # 2: validity by checkpoint token and log position (migration 0008)
+FORMAT = 3  # 2: validity by checkpoint token and log position (0008); 3: passages (0009)
 META = "meta.json"
 HNSW_FILE = "vectors.usearch"
+PASSAGES_HNSW_FILE = "passages.usearch"
 _META_MAX_BYTES = 64 << 20
 
 Array = npt.NDArray[Any]
@@ -103,6 +105,8 @@ _WHAT = {
     "vectors": "unit float32 vectors indexed by seq and their presence (index/vectors.py)",
     "hnsw": "usearch HNSW index keyed by seq (index/hnsw.py)",
     "signs": "sign bits of each HNSW vector by seq, for filtered scans (index/hnsw.py)",
+    "passages": "passage rows: unit float32 vectors by row, presence, and the owning seq of"
+    " each row (-1: free) (index/passages.py)",
 }
 
 
@@ -230,12 +234,14 @@ def save_snapshot(
         raise NotSaved(f"the index is {index.state}")
     vectors = index.vectors
     active = vectors.active
-    if vectors.switching:
-        raise NotSaved("the vector index is moving to HNSW")
-    if isinstance(active, ExactVectors) != (len(vectors) <= vectors.exact_max):
-        raise NotSaved("the vector index is not the kind a start would build")
-    if not isinstance(active, ExactVectors) and index.forgot_since_build:
-        raise NotSaved("memories were purged since the HNSW index was built")
+    passages = index.passages.vectors
+    for what, each in (("vector", vectors), ("passage", passages)):
+        if each.switching:
+            raise NotSaved(f"the {what} index is moving to HNSW")
+        if isinstance(each.active, ExactVectors) != (len(each) <= each.exact_max):
+            raise NotSaved(f"the {what} index is not the kind a start would build")
+        if not isinstance(each.active, ExactVectors) and index.forgot_since_build:
+            raise NotSaved(f"memories were purged since the HNSW {what} index was built")
     columns, projects = index.columns.export()
     text = index.fulltext.export()
     csr = index.graph.export()
@@ -254,6 +260,11 @@ def save_snapshot(
             parts[f"graph.{name}"] = _write_array(tmp, f"graph.{name}", array, "graph")
         go_on()
         parts.update(_write_vectors(tmp, active))
+        go_on()
+        parts.update(_write_vectors(tmp, passages.active, "passages", PASSAGES_HNSW_FILE))
+        parts["passages.owner"] = _write_array(
+            tmp, "passages.owner", index.passages.owner(), "passages"
+        )
         meta = {
             "format": FORMAT,
             "what": "mnemonic recall index snapshot (mnemonic/index/snapshot.py)",
@@ -264,11 +275,13 @@ def save_snapshot(
             "dim": index.dim,
             "created_at": time.time(),
             "vectors": vectors.kind,
+            "passages": passages.kind,
             "projects": projects,
             "counts": {
                 "memories": len(index.columns),
                 "documents": index.fulltext.document_count,
                 "vectors": len(vectors),
+                "passages": len(passages),
                 "edges": index.graph.edge_count,
             },
             "parts": parts,
@@ -300,26 +313,30 @@ def save_snapshot(
 
 
 def _write_vectors(
-    folder: Path, active: ExactVectors | HnswVectors
+    folder: Path,
+    active: ExactVectors | HnswVectors,
+    name: str = "vectors",
+    hnsw_file: str = HNSW_FILE,
 ) -> dict[str, dict[str, object]]:
+    """The whole vectors (``name`` vectors) or the passage rows (``passages``)."""
     parts: dict[str, dict[str, object]] = {}
     if isinstance(active, ExactVectors):
         matrix, present = active.export()
-        parts["vectors.matrix"] = _write_array(folder, "vectors.matrix", matrix, "vectors")
-        parts["vectors.present"] = _write_array(folder, "vectors.present", present, "vectors")
+        parts[f"{name}.matrix"] = _write_array(folder, f"{name}.matrix", matrix, name)
+        parts[f"{name}.present"] = _write_array(folder, f"{name}.present", present, name)
         return parts
-    path = folder / HNSW_FILE
+    path = folder / hnsw_file
     # usearch's own file; HnswVectors.save syncs it. Not exclusive: the caller guarantees
     # no change meanwhile, and queries keep searching during the save
     active.save(path, exclusive=False)
     restrict(path)
-    parts["vectors.hnsw"] = {
-        "file": HNSW_FILE,
+    parts[f"{name}.hnsw"] = {
+        "file": hnsw_file,
         "bytes": path.stat().st_size,
         "sha256": _sha256(path),
         "what": _WHAT["hnsw"],
     }
-    parts["vectors.signs"] = _write_array(folder, "vectors.signs", active.signs, "signs")
+    parts[f"{name}.signs"] = _write_array(folder, f"{name}.signs", active.signs, "signs")
     return parts
 
 
@@ -462,7 +479,10 @@ def _load(folder: Path, model: str, dim: int, exact_max: int, checkpoint: Checkp
         {n: _array(folder, parts, f"graph.{n}", d) for n, d in _GRAPH_DTYPES.items()}, counts
     )
     vectors = _vectors(folder, parts, meta.get("vectors"), dim, exact_max, counts)
-    return Built(columns=columns, fulltext=fulltext, vectors=vectors, graph=graph)
+    passages = _passages(folder, parts, meta.get("passages"), dim, exact_max, counts)
+    return Built(
+        columns=columns, fulltext=fulltext, vectors=vectors, graph=graph, passages=passages
+    )
 
 
 def _expect(condition: bool, why: str) -> None:
@@ -587,16 +607,18 @@ def _vectors(
     dim: int,
     exact_max: int,
     counts: dict[str, Any],
+    name: str = "vectors",
 ) -> AdaptiveVectors:
-    """Exact or HNSW, as a build from the database would choose for this many vectors."""
-    count = counts.get("vectors")
-    _expect(isinstance(count, int) and count >= 0, "bad vector count")
+    """Exact or HNSW, as a build from the database would choose for this many vectors
+    (``name``: the whole vectors, or the passage rows)."""
+    count = counts.get(name)
+    _expect(isinstance(count, int) and count >= 0, f"bad {name} count")
     assert isinstance(count, int)
     vectors = AdaptiveVectors(dim, exact_max=exact_max)
     if kind == ExactVectors.kind:
         _expect(count <= exact_max, "past recall.vector_exact_max: a build makes an HNSW index")
-        matrix = _array(folder, parts, "vectors.matrix", _EXACT_DTYPES["matrix"])
-        present = _array(folder, parts, "vectors.present", _EXACT_DTYPES["present"])
+        matrix = _array(folder, parts, f"{name}.matrix", _EXACT_DTYPES["matrix"])
+        present = _array(folder, parts, f"{name}.present", _EXACT_DTYPES["present"])
         _expect(matrix.ndim == 2 and matrix.shape[1] == dim, "vectors have the wrong shape")
         _expect(present.ndim == 1 and len(present) == len(matrix), "vector presence differs")
         _expect(bool(np.all(np.isfinite(matrix))), "a vector is not finite")
@@ -606,15 +628,44 @@ def _vectors(
         return vectors
     _expect(isinstance(kind, str) and kind.startswith("usearch-hnsw"), f"vectors {kind!r}")
     _expect(count > exact_max, "within recall.vector_exact_max: a build makes an exact index")
-    path, _ = _checked_file(folder, parts, "vectors.hnsw")
+    path, _ = _checked_file(folder, parts, f"{name}.hnsw")
     from mnemonic.index.hnsw import HnswVectors  # usearch only at scale
 
     # a checkpoint from before the sign bits has none: HnswVectors reads them back
     signs = None
-    if "vectors.signs" in parts:
-        signs = _array(folder, parts, "vectors.signs", np.dtype(np.uint64))
+    if f"{name}.signs" in parts:
+        signs = _array(folder, parts, f"{name}.signs", np.dtype(np.uint64))
     hnsw = HnswVectors.open(path, view=False, signs=signs)  # ValueError: signs don't match
     _expect(hnsw.dim == dim and hnsw.kind == kind, "the HNSW index differs from meta.json")
     _expect(len(hnsw) == count, "the vector count differs")
     vectors.adopt(hnsw)
     return vectors
+
+
+def _passages(
+    folder: Path,
+    parts: dict[str, Any],
+    kind: object,
+    dim: int,
+    exact_max: int,
+    counts: dict[str, Any],
+) -> PassageVectors:
+    """The passage rows and their owners: every present row owned by a seq, no free row
+    present, so a search never names a memory the rows do not belong to."""
+    vectors = _vectors(folder, parts, kind, dim, exact_max, counts, "passages")
+    owner = _array(folder, parts, "passages.owner", np.dtype(np.int64))
+    _expect(owner.ndim == 1 and _in_range(owner, -1, MAX_SEQ), "passage owners out of range")
+    owned = owner >= 0
+    _expect(int(np.count_nonzero(owned)) == len(vectors), "passage owners and rows differ")
+    if isinstance(vectors.active, ExactVectors):
+        present = vectors.active.export()[1]
+        length = max(len(present), len(owner))
+        rows = np.zeros(length, dtype=np.bool_)
+        rows[: len(present)] = present
+        _expect(
+            bool(np.array_equal(rows[: len(owner)], owned)) and not rows[len(owner) :].any(),
+            "passage rows and their owners differ",
+        )
+    passages = PassageVectors(dim, exact_max=exact_max)
+    passages.adopt(vectors, owner)
+    return passages

@@ -303,7 +303,8 @@ class Recaller:
         window: TimeWindow | None,
     ) -> _Candidates:
         index = self._index
-        vector_hits = index.nearest(vector, depths[1], allowed, filters)
+        passages = self._cfg.passage_vectors
+        vector_hits = index.nearest(vector, depths[1], allowed, filters, passages=passages)
         direct = self._fuse(fts_hits, vector_hits, depths)
         within = _within(filters, window)
         windowed: list[tuple[int, float]] = []
@@ -313,7 +314,7 @@ class Recaller:
             allowed_within, fts_within = index.full_text(
                 terms, within, depths[0], self._cfg.fts_match_budget
             )
-            windowed = index.nearest(vector, depths[1], allowed_within, within)
+            windowed = index.nearest(vector, depths[1], allowed_within, within, passages=passages)
             for seq, value in self._fuse(fts_within, windowed, depths).items():
                 direct[seq] = max(direct.get(seq, 0.0), value)
         flow = spread_arrays(self._seeds(direct), index.graph, allowed, self._spread)

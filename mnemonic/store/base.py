@@ -79,6 +79,7 @@ class EmbeddedOutcome:
     vector: Vectors
     merged_into_seq: int | None = None
     links: tuple[NewLink, ...] = ()
+    passages: Vectors | None = None  # [n, dim], n >= 0 (encoding/passages.py); None: not computed
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from mnemonic.store.models import (
     Relation,
     Source,
 )
+from mnemonic.store.passages import write_passages
 from mnemonic.store.sql_lists import IN_JSON, json_list, marks
 from mnemonic.store.sqlite import filter_sql, memory_from_row
 from mnemonic.timeutil import from_db, to_db, utcnow
@@ -322,12 +323,13 @@ class SQLiteBrowser:
         digest: str,
         enc: Encoded,
         reason: str | None,
-        vector: tuple[Vectors, str] | None,
+        vector: tuple[Vectors, str, Vectors] | None,
     ) -> Amended | None:
         """Replace the content, keep every link, and record the old text.
 
-        ``vector`` (the new vector and its model) is stored only for a memory that already
-        had one; a memory still waiting for the encoder gets its vector from there.
+        ``vector`` (the new vector, its model and the new passage vectors) is stored only
+        for a memory that already had one; a memory still waiting for the encoder gets its
+        vectors from there.
         """
 
         def work(conn: sqlite3.Connection) -> Amended | None:
@@ -358,13 +360,14 @@ class SQLiteBrowser:
                 (content, enc.summary, " ".join(enc.concepts), row["seq"]),
             )
             if vector is not None and row["embedded"]:
-                values, model = vector
+                values, model, passages = vector
                 blob = np.ascontiguousarray(values, dtype=np.float32)
                 conn.execute(
                     "INSERT OR REPLACE INTO memory_vectors (seq, model, dim, vector)"
                     " VALUES (?, ?, ?, ?)",
                     (row["seq"], model, int(blob.shape[0]), blob.tobytes()),
                 )
+                write_passages(conn, row["seq"], model, int(blob.shape[0]), passages)
             new = conn.execute("SELECT * FROM memories WHERE seq = ?", (row["seq"],)).fetchone()
             return Amended(memory_from_row(new), row["content"])
 

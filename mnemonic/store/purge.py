@@ -4,7 +4,8 @@ Everything else keeps text: ``forget`` archives, ``amend`` records the old conte
 keep their sources. A purge removes a memory and every copy of its text in one
 ``BEGIN IMMEDIATE`` transaction, then rewrites the file so the bytes are gone too:
 
-* the ``memories`` row, its ``memories_fts`` row and its ``memory_vectors`` row;
+* the ``memories`` row, its ``memories_fts`` row, its ``memory_vectors`` row and its
+  ``memory_passages`` row;
 * memories merged into it (``merged_into``): a near-duplicate holds the same text, so a
   purge that left them would not remove what the caller asked to remove; and the
   consolidation gist a purged memory was merged into, which keeps every sentence of its
@@ -350,6 +351,8 @@ def _purge_selected(conn: sqlite3.Connection, scope: Scope, project: str | None)
             f" OR source_seq IN {_IN_SEQS}"
         )
     conn.execute(f"DELETE FROM memory_vectors WHERE seq IN {_IN_SEQS}")
+    if _has_table(conn, "memory_passages"):  # passage vectors of its sentences (0009)
+        conn.execute(f"DELETE FROM memory_passages WHERE seq IN {_IN_SEQS}")
     conn.execute(f"DELETE FROM memories_fts WHERE rowid IN {_IN_SEQS}")
     memories = conn.execute(f"DELETE FROM memories WHERE seq IN {_IN_SEQS}").rowcount
     _lower_episode_watermark(conn)

@@ -36,6 +36,8 @@ from mnemonic.store.models import (
     Relation,
     Source,
 )
+from mnemonic.store.passages import UPSERT as UPSERT_PASSAGES
+from mnemonic.store.passages import passage_row, write_passages
 from mnemonic.store.sql_lists import marks
 from mnemonic.timeutil import from_db, new_id, to_db, utcnow, when_text
 
@@ -137,6 +139,16 @@ def filter_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
     return (" AND ".join(where) or "1"), params
 
 
+_STALE = (
+    " FROM memories m LEFT JOIN memory_vectors v ON v.seq = m.seq"
+    " LEFT JOIN memory_passages p ON p.seq = m.seq"
+    " WHERE m.embedded = 1 AND (v.model IS NULL OR v.model <> ? OR p.model IS NULL"
+    " OR p.model <> ?)"
+)
+"""Embedded memories lacking a vector or passages of the model: after a model change,
+and once after migration 0009 (passages backfilled in the background)."""
+
+
 class _VectorMaintenance:
     """Queries for re-embedding; mixed into SQLiteStore below."""
 
@@ -144,31 +156,31 @@ class _VectorMaintenance:
 
     async def count_stale_vectors(self, model: str) -> int:
         def work(conn: sqlite3.Connection) -> int:
-            return int(
-                conn.execute(
-                    "SELECT count(*) FROM memories m LEFT JOIN memory_vectors v ON v.seq = m.seq"
-                    " WHERE m.embedded = 1 AND (v.model IS NULL OR v.model <> ?)",
-                    (model,),
-                ).fetchone()[0]
-            )
+            return int(conn.execute(f"SELECT count(*){_STALE}", (model, model)).fetchone()[0])
 
         return await self.db.run_read(work)
 
     async def stale_vectors(self, model: str, limit: int) -> tuple[list[int], list[str]]:
-        """Up to ``limit`` embedded memories without a vector of ``model``: (seqs, texts)."""
+        """Up to ``limit`` embedded memories lacking a vector or passages of ``model``:
+        (seqs, texts)."""
 
         def work(conn: sqlite3.Connection) -> tuple[list[int], list[str]]:
             rows = conn.execute(
-                "SELECT m.seq, m.content FROM memories m LEFT JOIN memory_vectors v"
-                " ON v.seq = m.seq WHERE m.embedded = 1 AND (v.model IS NULL OR v.model <> ?)"
-                " ORDER BY m.seq LIMIT ?",
-                (model, limit),
+                f"SELECT m.seq, m.content{_STALE} ORDER BY m.seq LIMIT ?", (model, model, limit)
             ).fetchall()
             return [int(r[0]) for r in rows], [r[1] for r in rows]
 
         return await self.db.run_read(work)
 
-    async def store_vectors(self, seqs: Sequence[int], vectors: Vectors, model: str) -> None:
+    async def store_vectors(
+        self,
+        seqs: Sequence[int],
+        vectors: Vectors,
+        model: str,
+        passages: Sequence[Vectors] | None = None,
+    ) -> None:
+        """Whole vectors and, when given, each memory's passage vectors ([n, dim])."""
+
         def work(conn: sqlite3.Connection) -> None:
             conn.executemany(
                 "INSERT OR REPLACE INTO memory_vectors (seq, model, dim, vector) VALUES (?,?,?,?)",
@@ -177,6 +189,14 @@ class _VectorMaintenance:
                     for seq, vec in zip(seqs, vectors, strict=True)
                 ],
             )
+            if passages is not None:
+                conn.executemany(
+                    UPSERT_PASSAGES,
+                    [
+                        passage_row(seq, model, int(vec.shape[0]), mine)
+                        for seq, vec, mine in zip(seqs, vectors, passages, strict=True)
+                    ],
+                )
 
         await self.db.run_write(work)
 
@@ -675,6 +695,8 @@ def _complete_one(
         "INSERT OR REPLACE INTO memory_vectors (seq, model, dim, vector) VALUES (?, ?, ?, ?)",
         (mem.seq, model, int(vector.shape[0]), vector.tobytes()),
     )
+    if outcome.passages is not None:
+        write_passages(conn, mem.seq, model, int(vector.shape[0]), outcome.passages)
     if outcome.merged_into_seq is not None:
         target = conn.execute(
             "SELECT id FROM memories WHERE seq = ?", (outcome.merged_into_seq,)

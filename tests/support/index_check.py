@@ -44,8 +44,22 @@ async def assert_index_matches_database(daemon: Daemon, probe_terms: list[str]) 
                 np.linalg.norm(live_vectors[seq]) * np.linalg.norm(vector)
             )
             assert cosine > 0.999, f"vector {seq} differs (cosine {cosine:.4f})"
+    _same_passages(live, fresh, max(seqs, default=0))
     _same_graph(live.graph, fresh.graph, max(seqs, default=0))
     _same_full_text(live.fulltext, fresh.fulltext, probe_terms)
+
+
+def _same_passages(live: RecallIndex, fresh: Built, top: int) -> None:
+    assert len(live.passages) == len(fresh.passages), "passage row counts differ"
+    assert live.passages.memories == fresh.passages.memories, "memories with passages differ"
+    for seq in range(top + 1):
+        got, want = live.passages.of(seq), fresh.passages.of(seq)
+        assert got.shape == want.shape, f"passages of {seq} differ in number"
+        if len(want):  # float16 on disk both ways; HNSW hands back int8 copies
+            cosines = np.sum(got * want, axis=1) / (
+                np.linalg.norm(got, axis=1) * np.linalg.norm(want, axis=1)
+            )
+            assert bool(np.all(cosines > 0.999)), f"passages of {seq} differ"
 
 
 def _same_columns(live: MemoryColumns, fresh: MemoryColumns) -> None:

@@ -1,0 +1,175 @@
+"""Passage vectors in a real daemon with the real embedding model: written at encoding,
+searched by recall, replaced by an amendment, gone with a purge, kept by a checkpoint,
+and backfilled for a store from before migration 0009."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from starlette.testclient import TestClient
+
+from mnemonic.index.columns import BoolArray
+from mnemonic.paths import Paths
+from mnemonic.store.base import Filters
+from mnemonic.store.passages import decode
+
+STORY = (
+    "Melanie: We took the kids camping by the lake last weekend. "
+    "They were stoked for the dinosaur exhibit at the museum on the way back. "
+    "My pottery class starts again in the autumn."
+)
+OTHERS = [
+    "the staging deploy failed because the postgres migration timed out",
+    "grafana alert for redis cache memory fired during the billing run",
+    "Caroline: I went to the support group yesterday and it was powerful.",
+]
+QUESTION = "What do Melanie's kids like? Dinosaur museum exhibits."
+
+
+def _remember(client: TestClient, content: str) -> str:
+    answer = client.post("/api/v1/memories", params={"wait": "true"}, json={"content": content})
+    assert answer.status_code in (200, 201), answer.text
+    memory_id: str = answer.json()["memory_id"]
+    return memory_id
+
+
+def _row(paths: Paths, memory_id: str) -> tuple[int, int, bytes] | None:
+    with sqlite3.connect(paths.database) as conn:
+        row = conn.execute(
+            "SELECT p.seq, p.count, p.vectors FROM memory_passages p"
+            " JOIN memories m ON m.seq = p.seq WHERE m.id = ?",
+            (memory_id,),
+        ).fetchone()
+    return None if row is None else (int(row[0]), int(row[1]), bytes(row[2]))
+
+
+def _seq(paths: Paths, memory_id: str) -> int:
+    with sqlite3.connect(paths.database) as conn:
+        (seq,) = conn.execute("SELECT seq FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    return int(seq)
+
+
+def _everything(client: TestClient) -> BoolArray:
+    index = client.daemon.index  # type: ignore[attr-defined]
+    return index.columns.mask(Filters())  # type: ignore[no-any-return]
+
+
+def test_a_memory_of_several_sentences_is_found_by_its_best_passage(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    client = make_client()
+    story = _remember(client, STORY)
+    others = [_remember(client, text) for text in OTHERS]
+    seq, count, blob = _row(paths, story) or (0, 0, b"")
+    assert count == 3  # one passage per sentence
+    assert all((_row(paths, i) or (0, -1, b""))[1] == 0 for i in others)  # one sentence each
+    daemon = client.daemon  # type: ignore[attr-defined]
+    index = daemon.index
+    assert index.passages.memories == 1 and len(index.passages) == 3
+    query = daemon.embedder.embed([QUESTION])[0]
+    stored = decode(blob, count, 384)
+    best = float(np.max(stored @ query))
+    whole_only = dict(index.nearest(query, 10, _everything(client), Filters()))
+    with_passages = dict(index.nearest(query, 10, _everything(client), Filters(), passages=True))
+    assert best > whole_only[seq]  # the dinosaur sentence beats the mean of three topics
+    assert with_passages[seq] == pytest.approx(best, abs=1e-3)
+    answer = client.post("/api/v1/query", json={"query": QUESTION, "limit": 3}).json()
+    assert answer["results"][0]["memory"]["id"] == story
+
+
+def test_the_setting_off_scores_by_the_whole_vector_only(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    client = make_client(recall={"passage_vectors": False})
+    story = _remember(client, STORY)
+    answer = client.post(
+        "/api/v1/query", json={"query": QUESTION, "limit": 3, "explain": True}
+    ).json()
+    client.__exit__(None, None, None)
+    on = make_client()  # the same store, the setting back on
+    answer_on = on.post(
+        "/api/v1/query", json={"query": QUESTION, "limit": 3, "explain": True}
+    ).json()
+    assert _cosine(answer_on, story) > _cosine(answer, story)
+
+
+def _cosine(answer: dict[str, object], memory_id: str) -> float:
+    results = answer["results"]
+    assert isinstance(results, list)
+    for result in results:
+        if result["memory"]["id"] == memory_id:
+            return float(result["explain"]["cosine"])
+    raise AssertionError(f"{memory_id} not in the results")
+
+
+def test_an_amendment_replaces_the_passages_and_a_purge_removes_them(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    client = make_client()
+    story = _remember(client, STORY)
+    index = client.daemon.index  # type: ignore[attr-defined]
+    seq = _seq(paths, story)
+    before = index.passages.of(seq)
+    assert len(before) == 3
+    amended = client.patch(
+        f"/api/v1/memories/{story}",
+        json={"content": "Melanie: the kids loved the lake. The museum was closed that day."},
+    )
+    assert amended.status_code == 200, amended.text
+    assert (_row(paths, story) or (0, 0, b""))[1] == 2
+    after = index.passages.of(seq)
+    assert len(after) == 2 and float(np.max(after @ before.T)) < 0.999
+    amended = client.patch(f"/api/v1/memories/{story}", json={"content": "Just one sentence."})
+    assert amended.status_code == 200, amended.text
+    assert (_row(paths, story) or (0, -1, b""))[1] == 0 and len(index.passages.of(seq)) == 0
+    client.patch(f"/api/v1/memories/{story}", json={"content": STORY})
+    assert len(index.passages.of(seq)) == 3
+    purged = client.post("/api/v1/purge", json={"memory_ids": [story]})
+    assert purged.status_code == 200, purged.text
+    with sqlite3.connect(paths.database) as conn:
+        assert (
+            conn.execute("SELECT count(*) FROM memory_passages WHERE seq = ?", (seq,)).fetchone()[0]
+            == 0
+        )
+    assert len(index.passages.of(seq)) == 0 and len(index.passages) == 0
+
+
+def test_a_checkpoint_keeps_the_passages_and_a_restart_loads_them(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    first = make_client()
+    story = _remember(first, STORY)
+    seq = _seq(paths, story)
+    want = first.daemon.index.passages.of(seq)  # type: ignore[attr-defined]
+    first.__exit__(None, None, None)  # a clean stop saves the checkpoint
+    second = make_client()
+    index = second.daemon.index  # type: ignore[attr-defined]
+    assert index.built_from == "snapshot"
+    got = index.passages.of(seq)
+    assert got.shape == want.shape and np.allclose(got, want, atol=1e-6)
+
+
+def test_a_store_without_passages_gets_them_in_the_background(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    first = make_client()
+    story = _remember(first, STORY)
+    first.__exit__(None, None, None)
+    with sqlite3.connect(paths.database) as conn:  # as a store from before migration 0009
+        conn.execute("DELETE FROM memory_passages")
+        conn.execute("DELETE FROM system_meta WHERE key = 'vectors_model'")
+    assert _row(paths, story) is None
+    second = make_client()
+    deadline = time.monotonic() + 60
+    while _row(paths, story) is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert (_row(paths, story) or (0, 0, b""))[1] == 3
+    index = second.daemon.index  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 10
+    while index.passages.memories < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(index.passages.of(_seq(paths, story))) == 3
