@@ -7,7 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mnemonic.encoding.passages import SEPARATOR, embed_with_passages, passage_texts, sentences
+from mnemonic.encoding.passages import (
+    SEPARATOR,
+    embed_passages,
+    embed_with_passages,
+    passage_texts,
+    sentences,
+)
 from mnemonic.index.passages import PassageVectors, best_of
 from mnemonic.store.passages import decode, passage_row
 
@@ -76,6 +82,21 @@ def test_embed_with_passages_embeds_once_and_hands_each_memory_its_rows() -> Non
     assert whole.tolist() == [[0, 1], [2, 3]]
     assert [p.shape[0] for p in passages] == [0, 2]
     assert passages[1].tolist() == [[4, 5], [6, 7]]  # its rows, in order
+
+
+def test_a_backfill_embeds_the_passages_alone() -> None:
+    calls: list[list[str]] = []
+
+    def embed(texts: list[str]) -> np.ndarray:
+        calls.append(texts)
+        return np.ones((len(texts), 2), dtype=np.float32)
+
+    contents = ["One sentence only here.", "First part is here. Second part is here."]
+    passages = embed_passages(embed, contents, 0, 12, 2)
+    assert calls == [["First part is here.", "Second part is here."]]  # no whole text
+    assert [p.shape for p in passages] == [(0, 2), (2, 2)]
+    assert embed_passages(embed, contents[:1], 0, 12, 2)[0].shape == (0, 2)
+    assert len(calls) == 1  # nothing to embed: no call at all
 
 
 # ---- storage ---------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
-from mnemonic.encoding.passages import embed_with_passages
+from mnemonic.encoding.passages import embed_passages, embed_with_passages
 from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.store.sqlite import SQLiteStore
 
@@ -40,13 +40,32 @@ async def reembed(
     if progress.running:
         log.info("re-embedding %d memories with %s", progress.total, embedder.name)
     while True:
-        seqs, texts = await store.stale_vectors(embedder.name, batch)
+        seqs, texts, whole_current = await store.stale_vectors(embedder.name, batch)
         if not seqs:
             break
-        vectors, passages = await asyncio.to_thread(
-            embed_with_passages, embedder.embed, texts, passage_lead_words, passage_cap
-        )
+        redo = [i for i, current in enumerate(whole_current) if not current]
+        only = [i for i, current in enumerate(whole_current) if current]
         # the recall index picks the new vectors up from the change feed
-        await store.store_vectors(seqs, vectors, embedder.name, passages)
+        if redo:
+            vectors, passages = await asyncio.to_thread(
+                embed_with_passages,
+                embedder.embed,
+                [texts[i] for i in redo],
+                passage_lead_words,
+                passage_cap,
+            )
+            await store.store_vectors([seqs[i] for i in redo], vectors, embedder.name, passages)
+        if only:  # the whole vector is current: its passages alone (after migration 0009)
+            passages = await asyncio.to_thread(
+                embed_passages,
+                embedder.embed,
+                [texts[i] for i in only],
+                passage_lead_words,
+                passage_cap,
+                embedder.dim,
+            )
+            await store.store_passages(
+                [seqs[i] for i in only], passages, embedder.name, embedder.dim
+            )
         progress.done += len(seqs)
     progress.running = False

@@ -72,10 +72,27 @@ def embed_with_passages(
     texts = list(contents)
     owned = [passage_texts(content, lead_words, cap) for content in texts]
     matrix = embed(texts + [p for mine in owned for p in mine])
-    whole = matrix[: len(texts)]
+    return matrix[: len(texts)], _split(matrix, len(texts), owned)
+
+
+def embed_passages(
+    embed: Callable[[list[str]], Vectors],
+    contents: Sequence[str],
+    lead_words: int,
+    cap: int,
+    dim: int,
+) -> list[Vectors]:
+    """Only the passage vectors of ``contents`` (a backfill for memories whose whole
+    vector is current: half the model's work of embedding both again)."""
+    owned = [passage_texts(content, lead_words, cap) for content in contents]
+    wanted = [p for mine in owned for p in mine]
+    matrix = embed(wanted) if wanted else np.zeros((0, dim), dtype=np.float32)
+    return _split(matrix, 0, owned)
+
+
+def _split(matrix: Vectors, at: int, owned: list[list[str]]) -> list[Vectors]:
     passages: list[Vectors] = []
-    at = len(texts)
     for mine in owned:
         passages.append(matrix[at : at + len(mine)])
         at += len(mine)
-    return whole, passages
+    return passages

@@ -160,17 +160,33 @@ class _VectorMaintenance:
 
         return await self.db.run_read(work)
 
-    async def stale_vectors(self, model: str, limit: int) -> tuple[list[int], list[str]]:
+    async def stale_vectors(
+        self, model: str, limit: int
+    ) -> tuple[list[int], list[str], list[bool]]:
         """Up to ``limit`` embedded memories lacking a vector or passages of ``model``:
-        (seqs, texts)."""
+        (seqs, texts, whether the whole vector is current and only passages lack)."""
 
-        def work(conn: sqlite3.Connection) -> tuple[list[int], list[str]]:
+        def work(conn: sqlite3.Connection) -> tuple[list[int], list[str], list[bool]]:
             rows = conn.execute(
-                f"SELECT m.seq, m.content{_STALE} ORDER BY m.seq LIMIT ?", (model, model, limit)
+                f"SELECT m.seq, m.content, coalesce(v.model = ?, 0){_STALE} ORDER BY m.seq LIMIT ?",
+                (model, model, model, limit),
             ).fetchall()
-            return [int(r[0]) for r in rows], [r[1] for r in rows]
+            return [int(r[0]) for r in rows], [r[1] for r in rows], [bool(r[2]) for r in rows]
 
         return await self.db.run_read(work)
+
+    async def store_passages(
+        self, seqs: Sequence[int], passages: Sequence[Vectors], model: str, dim: int
+    ) -> None:
+        """Each memory's passage vectors ([n, dim], n >= 0) alone."""
+
+        def work(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                UPSERT_PASSAGES,
+                [passage_row(s, model, dim, p) for s, p in zip(seqs, passages, strict=True)],
+            )
+
+        await self.db.run_write(work)
 
     async def store_vectors(
         self,
