@@ -6,7 +6,13 @@ same real memories in the same process, alternating the two a batch at a time (s
 machine that slows down mid-run slows both): LoCoMo turns and LongMemEval user turns, in
 the encoder's batches of 64, with the embedded model.
 
-    python bench/passage_cost.py [--memories 3000] [--lead-words 4] [--cap 12] [--json]
+    python bench/passage_cost.py [--memories 3000] [--lead-words 4] [--cap 12]
+        [--search-memories 100000] [--json]
+
+``--search-memories`` also times one query's vector entry point at that many memories
+(random unit vectors, the benchmarks' 2.5 passages per memory): the whole vectors alone
+against whole vectors plus passage rows, as ``RecallIndex.nearest`` runs them, both past
+``recall.vector_exact_max`` (HNSW) as a store of that size would be.
 
 Not a test: it prints a table. Progress goes to stderr.
 """
@@ -82,12 +88,54 @@ def measure(texts: list[str], lead_words: int, cap: int) -> dict[str, Any]:
     }
 
 
+def search_cost(memories: int, per_memory: float, queries: int = 300) -> dict[str, Any]:
+    from mnemonic.index.passages import PassageVectors, best_of
+    from mnemonic.index.vectors import AdaptiveVectors
+
+    dim, k = 384, 60
+    rng = np.random.default_rng(0)
+
+    def unit(n: int) -> np.ndarray:
+        m = rng.standard_normal((n, dim), dtype=np.float32)
+        return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+    whole = AdaptiveVectors(dim, exact_max=50_000)
+    whole.load(np.arange(1, memories + 1, dtype=np.int64), unit(memories))
+    counts = rng.poisson(per_memory, memories)
+    owners = np.repeat(np.arange(1, memories + 1, dtype=np.int64), counts)
+    passages = PassageVectors(dim, exact_max=50_000)
+    passages.load(owners, unit(len(owners)))
+    allowed = np.ones(memories + 1, dtype=np.bool_)
+    probes = unit(queries)
+    whole_ms: list[float] = []
+    both_ms: list[float] = []
+    for q in probes:
+        t0 = time.perf_counter()
+        hits = whole.search(q, k, allowed)
+        t1 = time.perf_counter()
+        best_of(hits, passages.search(q, k, allowed), k)
+        t2 = time.perf_counter()
+        whole_ms.append((t1 - t0) * 1000)
+        both_ms.append((t1 - t0 + t2 - t1) * 1000)
+    return {
+        "memories": memories,
+        "passage_rows": len(owners),
+        "kinds": [whole.kind, passages.vectors.kind],
+        "whole_p50_ms": float(np.percentile(whole_ms, 50)),
+        "whole_p95_ms": float(np.percentile(whole_ms, 95)),
+        "with_passages_p50_ms": float(np.percentile(both_ms, 50)),
+        "with_passages_p95_ms": float(np.percentile(both_ms, 95)),
+        "index_bytes": [whole.nbytes, passages.vectors.nbytes],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default="locomo,longmemeval")
     parser.add_argument("--memories", type=int, default=3000, help="per dataset")
     parser.add_argument("--lead-words", type=int, default=4)
     parser.add_argument("--cap", type=int, default=12)
+    parser.add_argument("--search-memories", type=int, default=0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     python = platform.python_version()
@@ -100,6 +148,9 @@ def main() -> None:
         texts = texts_of(dataset, args.memories)
         print(f"  {dataset}: {len(texts)} memories", file=sys.stderr)
         report[dataset] = measure(texts, args.lead_words, args.cap)
+    if args.search_memories:
+        print(f"  search at {args.search_memories} memories", file=sys.stderr)
+        report["search"] = search_cost(args.search_memories, 2.5)
     if args.json:
         print(json.dumps(report, indent=2))
         return
@@ -116,6 +167,15 @@ def main() -> None:
             f" {r['passages_per_memory']:.2f} | {r['max_passages']} | {r['whole_per_s']:.0f} |"
             f" {r['with_passages_per_s']:.0f} | {r['cost_ratio']:.2f}x |"
             f" {r['passage_bytes_per_memory']:.0f} |"
+        )
+    if "search" in report:
+        r = report["search"]
+        print(
+            f"\nvector entry point at {r['memories']} memories, {r['passage_rows']} passage rows"
+            f" ({' / '.join(r['kinds'])}): whole alone p50 {r['whole_p50_ms']:.2f} ms,"
+            f" p95 {r['whole_p95_ms']:.2f} ms; with passages p50"
+            f" {r['with_passages_p50_ms']:.2f} ms, p95 {r['with_passages_p95_ms']:.2f} ms;"
+            f" index bytes {r['index_bytes'][0] / 1e6:.0f} MB + {r['index_bytes'][1] / 1e6:.0f} MB"
         )
 
 

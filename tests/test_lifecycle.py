@@ -141,8 +141,10 @@ def test_model_change_reembeds_in_background_and_health_says_so(
         asyncio.run(second_run())
     with sqlite3.connect(paths.database) as conn:
         models = conn.execute("SELECT DISTINCT model, dim FROM memory_vectors").fetchall()
+        passages = conn.execute("SELECT DISTINCT model, dim FROM memory_passages").fetchall()
         meta = dict(conn.execute("SELECT key, value FROM system_meta").fetchall())
     assert models == [("openai:hash-embed", 24)]
+    assert passages == [("openai:hash-embed", 24)]  # re-embedded with the whole vectors
     assert meta["embedding_model"] == "openai:hash-embed"
     assert meta["embedding_dim"] == "24"
 
@@ -162,7 +164,8 @@ def test_the_stale_vector_scan_runs_once_not_at_every_start(
         await daemon.start()
         assert ("reembed" in agents(await daemon.health())) is expect_check
         deadline = time.monotonic() + 30
-        while await daemon.store.get_meta("vectors_model") != embedder.name:
+        # the recorded recipe: this model, and passages for every memory (migration 0009)
+        while await daemon.store.get_meta("vectors_model") != embedder.name + "+passages":
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
         await daemon.service.remember_batch([RememberInput(n) for n in NOTES], wait=True)
