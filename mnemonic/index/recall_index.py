@@ -94,8 +94,7 @@ class RecallIndex:
         self.on_forgot: Callable[[], None] | None = None
         self._ready = asyncio.Event()
         self._compacting: asyncio.Task[None] | None = None
-        self._switching: asyncio.Task[None] | None = None
-        self._switching_passages: asyncio.Task[None] | None = None
+        self._switching: dict[str, asyncio.Task[None]] = {}  # "vectors", "passages"
 
     @property
     def ready(self) -> bool:
@@ -190,14 +189,11 @@ class RecallIndex:
             self.graph.upsert(source, target, RELATION_CODES[relation], strength)
             if relation == SUPERSEDES:
                 self.supersessions.add(source, target)
-        if self._switching is None and self.vectors.needs_switch:
-            self._switching = asyncio.get_running_loop().create_task(
-                self._switch_vectors(), name="mnemonic:index-hnsw"
-            )
-        if self._switching_passages is None and self.passages.vectors.needs_switch:
-            self._switching_passages = asyncio.get_running_loop().create_task(
-                self._switch_passages(), name="mnemonic:index-hnsw-passages"
-            )
+        for what, vectors in (("vectors", self.vectors), ("passages", self.passages.vectors)):
+            if what not in self._switching and vectors.needs_switch:
+                self._switching[what] = asyncio.get_running_loop().create_task(
+                    self._switch(what), name=f"mnemonic:index-hnsw-{what}"
+                )
         if self._compacting is None and (
             self.graph.needs_compaction or self.fulltext.needs_compaction()
         ):
@@ -205,30 +201,15 @@ class RecallIndex:
                 self._compact(), name="mnemonic:index-compact"
             )
 
-    async def _switch_vectors(self) -> None:
-        """Past ``recall.vector_exact_max`` vectors, build the HNSW index in a worker thread
-        (both cores, tens of seconds at a few hundred thousand) while the exact index keeps
-        answering; writes made meanwhile are replayed onto it before it takes over."""
-        vectors = self.vectors
-        try:
-            build = vectors.begin_switch()
-            try:
-                hnsw = await asyncio.to_thread(build)
-            except BaseException:
-                vectors.abort_switch()
-                raise
-            if vectors is self.vectors:
-                vectors.finish_switch(hnsw)
-                log.info("vector search switched to %s at %d vectors", vectors.kind, len(vectors))
-        except Exception:
-            log.exception("building the HNSW vector index failed; exact search goes on")
-        finally:
-            self._switching = None
+    def _adaptive(self, what: str) -> AdaptiveVectors:
+        return self.vectors if what == "vectors" else self.passages.vectors
 
-    async def _switch_passages(self) -> None:
-        """The passage rows' switch to HNSW, as :meth:`_switch_vectors` does it."""
-        passages = self.passages
-        vectors = passages.vectors
+    async def _switch(self, what: str) -> None:
+        """Past ``recall.vector_exact_max`` vectors (``what``: the whole vectors, or the
+        passage rows), build the HNSW index in a worker thread (both cores, tens of
+        seconds at a few hundred thousand) while the exact index keeps answering; writes
+        made meanwhile are replayed onto it before it takes over."""
+        vectors = self._adaptive(what)
         try:
             build = vectors.begin_switch()
             try:
@@ -236,13 +217,13 @@ class RecallIndex:
             except BaseException:
                 vectors.abort_switch()
                 raise
-            if passages is self.passages:
+            if vectors is self._adaptive(what):  # not replaced by a rebuild meanwhile
                 vectors.finish_switch(hnsw)
-                log.info("passage search switched to %s at %d rows", vectors.kind, len(vectors))
+                log.info("%s search switched to %s at %d rows", what, vectors.kind, len(vectors))
         except Exception:
-            log.exception("building the HNSW passage index failed; exact search goes on")
+            log.exception("building the HNSW index of the %s failed; exact search goes on", what)
         finally:
-            self._switching_passages = None
+            self._switching.pop(what, None)
 
     async def _compact(self) -> None:
         """Fold the graph's overlay and the full text's delta into new base arrays in a
