@@ -173,3 +173,30 @@ def test_a_store_without_passages_gets_them_in_the_background(
     while index.passages.memories < 1 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert len(index.passages.of(_seq(paths, story))) == 3
+
+
+def test_a_backfill_never_overwrites_an_amendment_made_while_the_model_ran(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    client = make_client()
+    story = _remember(client, STORY)
+    daemon = client.daemon  # type: ignore[attr-defined]
+    store, name = daemon.store, daemon.embedder.name
+    with sqlite3.connect(paths.database) as conn:  # as before migration 0009
+        conn.execute("DELETE FROM memory_passages")
+    stale = client.portal.call(store.stale_vectors, name, 10)  # type: ignore[attr-defined]
+    assert [item.content for item in stale] == [STORY] and stale[0].whole_current
+    amended = client.patch(
+        f"/api/v1/memories/{story}",
+        json={"content": "Melanie: the kids loved the lake. The museum was closed that day."},
+    )
+    assert amended.status_code == 200, amended.text
+    old = [np.ones((3, 384), dtype=np.float32) / np.sqrt(384)]  # the old text's passages
+    client.portal.call(store.store_passages, stale, old, name, 384)  # type: ignore[attr-defined]
+    client.portal.call(store.store_vectors, stale, old[0][:1], name, old)  # type: ignore[attr-defined]
+    assert (_row(paths, story) or (0, 0, b""))[1] == 2  # the amendment's two passages
+    with sqlite3.connect(paths.database) as conn:
+        (blob,) = conn.execute(
+            "SELECT vector FROM memory_vectors WHERE seq = ?", (stale[0].seq,)
+        ).fetchone()
+    assert not np.allclose(np.frombuffer(blob, dtype=np.float32), old[0][0])

@@ -4,6 +4,8 @@ store/passages.py)."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -206,3 +208,35 @@ def test_best_of_keeps_each_memorys_higher_cosine() -> None:
     passages = [(2, 0.7), (3, 0.45), (1, 0.2)]
     assert best_of(whole, passages, 3) == [(2, 0.7), (1, 0.5), (3, 0.45)]
     assert best_of(whole, passages, 1) == [(2, 0.7)]
+
+
+def test_a_search_never_returns_a_memory_its_filter_excludes_while_rows_move() -> None:
+    """Rows freed by one memory are handed to the next; a search in another thread that
+    made its mask before the move must not report the row under a memory the filter
+    excludes."""
+    rng = np.random.default_rng(8)
+    index = PassageVectors(DIM, exact_max=1000)
+    rows = _unit(rng, 4)
+    index.set(1, rows[:2])
+    allowed = np.zeros(4, dtype=np.bool_)
+    allowed[1] = True  # seq 2 and 3 are filtered out
+    stop = threading.Event()
+    seen: set[int] = set()
+
+    def search() -> None:
+        while not stop.is_set():
+            seen.update(seq for seq, _ in index.search(rows[0], 3, allowed))
+
+    worker = threading.Thread(target=search)
+    worker.start()
+    try:
+        for i in range(3000):  # seq 1's rows go to 2 or 3 and come back, over and over
+            other = 2 + i % 2
+            index.remove([1])
+            index.set(other, rows[:2])
+            index.remove([other])
+            index.set(1, rows[:2])
+    finally:
+        stop.set()
+        worker.join()
+    assert seen <= {1}

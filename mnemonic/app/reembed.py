@@ -40,32 +40,30 @@ async def reembed(
     if progress.running:
         log.info("re-embedding %d memories with %s", progress.total, embedder.name)
     while True:
-        seqs, texts, whole_current = await store.stale_vectors(embedder.name, batch)
-        if not seqs:
+        stale = await store.stale_vectors(embedder.name, batch)
+        if not stale:
             break
-        redo = [i for i, current in enumerate(whole_current) if not current]
-        only = [i for i, current in enumerate(whole_current) if current]
+        redo = [item for item in stale if not item.whole_current]
+        only = [item for item in stale if item.whole_current]
         # the recall index picks the new vectors up from the change feed
         if redo:
             vectors, passages = await asyncio.to_thread(
                 embed_with_passages,
                 embedder.embed,
-                [texts[i] for i in redo],
+                [item.content for item in redo],
                 passage_lead_words,
                 passage_cap,
             )
-            await store.store_vectors([seqs[i] for i in redo], vectors, embedder.name, passages)
+            await store.store_vectors(redo, vectors, embedder.name, passages)
         if only:  # the whole vector is current: its passages alone (after migration 0009)
             passages = await asyncio.to_thread(
                 embed_passages,
                 embedder.embed,
-                [texts[i] for i in only],
+                [item.content for item in only],
                 passage_lead_words,
                 passage_cap,
                 embedder.dim,
             )
-            await store.store_passages(
-                [seqs[i] for i in only], passages, embedder.name, embedder.dim
-            )
-        progress.done += len(seqs)
+            await store.store_passages(only, passages, embedder.name, embedder.dim)
+        progress.done += len(stale)
     progress.running = False

@@ -147,7 +147,8 @@ def _passages(
         "SELECT coalesce(sum(count), 0) FROM memory_passages WHERE model = ? AND dim = ?",
         (model, dim),
     ).fetchone()
-    matrix = np.zeros((int(rows), dim), dtype=np.float32)
+    # headroom, as for the whole vectors: untouched zero rows cost no memory until used
+    matrix = np.zeros((int(rows) + int(rows) // 4 + 1024, dim), dtype=np.float32)
     owners = np.empty(int(rows), dtype=np.int64)
     filled = 0
     cursor = conn.execute(
@@ -159,13 +160,13 @@ def _passages(
         for seq, count, blob in batch:
             mine = decode(blob, int(count), dim)
             end = filled + len(mine)
-            if end > len(matrix):  # cannot happen inside one snapshot; guard anyway
+            if end > len(owners):  # cannot happen inside one snapshot; guard anyway
                 break
             matrix[filled:end] = mine
             owners[filled:end] = seq
             filled = end
     passages = PassageVectors(dim, exact_max=exact_max)
-    passages.load(owners[:filled], matrix[:filled])
+    passages.load(owners[:filled], matrix)
     return passages
 
 

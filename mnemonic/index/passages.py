@@ -10,8 +10,9 @@ each memory's best.
 Rows freed when a memory's passages change are reused, so the matrix does not grow with
 amendments or a re-embedding. Mutations come from the event loop; a search in a worker
 thread holds references to the arrays it reads, and a mutation replaces, never resizes,
-the owner array. A row reused between a search's product and its owner lookup can name
-the new memory for one query; the next finds it right.
+the owner array. A row reused between a search's product and its owner lookup names its
+new memory, which the search then checks against the filter again: one query may miss a
+passage that moved, never return a memory its filter excludes.
 """
 
 from __future__ import annotations
@@ -90,10 +91,14 @@ class PassageVectors:
 
     def load(self, owners: I64, matrix: F32) -> None:
         """Fill an empty index at start: row ``i`` is ``matrix[i]``, a passage of memory
-        ``owners[i]`` (rows of one memory adjacent)."""
+        ``owners[i]`` (rows of one memory adjacent). Zero rows past ``len(owners)`` are
+        headroom the exact index adopts as is, so the first writes after a start do not
+        copy the matrix on the event loop."""
         if len(self.vectors) or self._rows:
             raise RuntimeError("load() fills an empty index")
         owners = np.asarray(owners, dtype=np.int64)
+        if len(owners) > self.vectors.exact_max:
+            matrix = matrix[: len(owners)]
         self.vectors.load(np.arange(len(owners), dtype=np.int64), matrix)
         self._adopt_owner(owners)
 
@@ -150,7 +155,9 @@ class PassageVectors:
         best: dict[int, float] = {}
         for row, score in hits:
             seq = int(owner[row]) if row < top else -1
-            if seq >= 0 and score > best.get(seq, -2.0):
+            if seq < 0 or (allowed is not None and (seq >= len(allowed) or not allowed[seq])):
+                continue  # a row freed, or handed to another memory, since the mask was made
+            if score > best.get(seq, -2.0):
                 best[seq] = score
         return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 

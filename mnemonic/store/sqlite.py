@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -160,61 +161,100 @@ class _VectorMaintenance:
 
         return await self.db.run_read(work)
 
-    async def stale_vectors(
-        self, model: str, limit: int
-    ) -> tuple[list[int], list[str], list[bool]]:
-        """Up to ``limit`` embedded memories lacking a vector or passages of ``model``:
-        (seqs, texts, whether the whole vector is current and only passages lack)."""
+    async def stale_vectors(self, model: str, limit: int) -> list[StaleVector]:
+        """Up to ``limit`` embedded memories lacking a vector or passages of ``model``."""
 
-        def work(conn: sqlite3.Connection) -> tuple[list[int], list[str], list[bool]]:
+        def work(conn: sqlite3.Connection) -> list[StaleVector]:
             rows = conn.execute(
-                f"SELECT m.seq, m.content, coalesce(v.model = ?, 0){_STALE} ORDER BY m.seq LIMIT ?",
+                f"SELECT m.seq, m.content, m.content_hash, coalesce(v.model = ?, 0){_STALE}"
+                " ORDER BY m.seq LIMIT ?",
                 (model, model, model, limit),
             ).fetchall()
-            return [int(r[0]) for r in rows], [r[1] for r in rows], [bool(r[2]) for r in rows]
+            return [StaleVector(int(r[0]), r[1], r[2], bool(r[3])) for r in rows]
 
         return await self.db.run_read(work)
 
     async def store_passages(
-        self, seqs: Sequence[int], passages: Sequence[Vectors], model: str, dim: int
+        self, stale: Sequence[StaleVector], passages: Sequence[Vectors], model: str, dim: int
     ) -> None:
-        """Each memory's passage vectors ([n, dim], n >= 0) alone."""
+        """Each memory's passage vectors ([n, dim], n >= 0) alone, for the memories whose
+        content is still the one embedded."""
 
         def work(conn: sqlite3.Connection) -> None:
+            current = _unchanged(conn, stale)
             conn.executemany(
                 UPSERT_PASSAGES,
-                [passage_row(s, model, dim, p) for s, p in zip(seqs, passages, strict=True)],
+                [
+                    passage_row(item.seq, model, dim, mine)
+                    for item, mine in zip(stale, passages, strict=True)
+                    if item.seq in current
+                ],
             )
 
         await self.db.run_write(work)
 
     async def store_vectors(
         self,
-        seqs: Sequence[int],
+        stale: Sequence[StaleVector],
         vectors: Vectors,
         model: str,
         passages: Sequence[Vectors] | None = None,
     ) -> None:
-        """Whole vectors and, when given, each memory's passage vectors ([n, dim])."""
+        """Whole vectors and, when given, each memory's passage vectors ([n, dim]), for
+        the memories whose content is still the one embedded: an amendment committed while
+        the model ran wrote its own, which this must not overwrite with the old text's."""
 
         def work(conn: sqlite3.Connection) -> None:
+            current = _unchanged(conn, stale)
             conn.executemany(
                 "INSERT OR REPLACE INTO memory_vectors (seq, model, dim, vector) VALUES (?,?,?,?)",
                 [
-                    (seq, model, int(vec.shape[0]), np.ascontiguousarray(vec, np.float32).tobytes())
-                    for seq, vec in zip(seqs, vectors, strict=True)
+                    (
+                        item.seq,
+                        model,
+                        int(vec.shape[0]),
+                        np.ascontiguousarray(vec, np.float32).tobytes(),
+                    )
+                    for item, vec in zip(stale, vectors, strict=True)
+                    if item.seq in current
                 ],
             )
             if passages is not None:
                 conn.executemany(
                     UPSERT_PASSAGES,
                     [
-                        passage_row(seq, model, int(vec.shape[0]), mine)
-                        for seq, vec, mine in zip(seqs, vectors, passages, strict=True)
+                        passage_row(item.seq, model, int(vec.shape[0]), mine)
+                        for item, vec, mine in zip(stale, vectors, passages, strict=True)
+                        if item.seq in current
                     ],
                 )
 
         await self.db.run_write(work)
+
+
+@dataclass(frozen=True, slots=True)
+class StaleVector:
+    """An embedded memory lacking a vector or passages of the current model."""
+
+    seq: int
+    content: str
+    digest: str  # its content hash when read: a write checks it is still the same
+    whole_current: bool  # the whole vector is the model's: only passages lack
+
+
+def _unchanged(conn: sqlite3.Connection, stale: Sequence[StaleVector]) -> set[int]:
+    """The seqs of ``stale`` whose content hash is still the one read."""
+    wanted = {item.seq: item.digest for item in stale}
+    out: set[int] = set()
+    seqs = list(wanted)
+    for start in range(0, len(seqs), 500):
+        chunk = seqs[start : start + 500]
+        for seq, digest in conn.execute(
+            f"SELECT seq, content_hash FROM memories WHERE seq IN ({marks(chunk)})", chunk
+        ):
+            if wanted.get(int(seq)) == digest:
+                out.add(int(seq))
+    return out
 
 
 class SQLiteStore(_VectorMaintenance):
@@ -712,7 +752,9 @@ def _complete_one(
         (mem.seq, model, int(vector.shape[0]), vector.tobytes()),
     )
     if outcome.passages is not None:
-        write_passages(conn, mem.seq, model, int(vector.shape[0]), outcome.passages)
+        # a twin merged into another memory is never searched: a row of none says so
+        mine = outcome.passages if outcome.merged_into_seq is None else outcome.passages[:0]
+        write_passages(conn, mem.seq, model, int(vector.shape[0]), mine)
     if outcome.merged_into_seq is not None:
         target = conn.execute(
             "SELECT id FROM memories WHERE seq = ?", (outcome.merged_into_seq,)
