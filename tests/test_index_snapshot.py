@@ -478,6 +478,38 @@ def test_the_hnsw_vector_index_round_trips(
     _same_answers(_answers(third), before)
 
 
+def test_the_hnsw_passage_index_round_trips(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    """Memories of two sentences give passage rows past a tiny ``vector_exact_max``: the
+    passage index moves to HNSW, is saved as usearch's file with its owners, and the next
+    start loads it and answers as before."""
+    texts = [f"{a}. {b}" for a, b in zip(_hnsw_texts(24), reversed(_hnsw_texts(24)), strict=True)]
+    first = make_client(recall={"vector_exact_max": 10})
+    _fill(first, texts)
+    passages = first.daemon.index.passages  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 30
+    while passages.vectors.kind == "numpy-exact" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert passages.vectors.kind.startswith("usearch-hnsw") and len(passages) > 10
+    _stop(first)
+    meta = json.loads((_folder(paths) / META).read_text())
+    assert meta["passages"].startswith("usearch-hnsw")
+    assert (_folder(paths) / "passages.usearch").is_file()
+    assert meta["counts"]["passages"] == len(passages)
+    second = make_client(recall={"vector_exact_max": 10})
+    described = _recall_index(second)
+    assert described["built_from"] == "snapshot"
+    assert described["entry_points"]["passages"]["kind"].startswith("usearch-hnsw")
+    _check(second)
+    before = _answers(second)
+    _stop(second)
+    discard_snapshot(_folder(paths))
+    third = make_client(recall={"vector_exact_max": 10})  # from SQLite: the same answers
+    assert _recall_index(third)["built_from"] == "sqlite"
+    _same_answers(_answers(third), before)
+
+
 def test_a_purge_leaves_nothing_of_the_memory_in_the_snapshot(
     make_client: Callable[..., TestClient], paths: Paths
 ) -> None:
