@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 from mnemonic.index.columns import BoolArray
 from mnemonic.paths import Paths
 from mnemonic.store.base import Filters
-from mnemonic.store.passages import decode
+from mnemonic.store.vector_rows import decode
 
 STORY = (
     "Melanie: We took the kids camping by the lake last weekend. "

@@ -1,6 +1,6 @@
 """Passage vectors: the texts a memory is split into, the in-memory rows that search them
 and collapse hits to their memory by max (encoding/passages.py, index/passages.py,
-store/passages.py)."""
+store/vector_rows.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from mnemonic.encoding.passages import (
     sentences,
 )
 from mnemonic.index.passages import PassageVectors, best_of
-from mnemonic.store.passages import decode, passage_row
+from mnemonic.store.vector_rows import decode, passage_row
 
 DIM = 8
 

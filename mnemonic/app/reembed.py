@@ -30,8 +30,8 @@ async def reembed(
     progress: ReembedProgress,
     batch: int = 128,
     *,
-    passage_lead_words: int = 4,
-    passage_cap: int = 12,
+    passage_lead_words: int,
+    passage_cap: int,
 ) -> None:
     """Embed every memory lacking a whole vector or passages of ``embedder``'s model:
     after a model change, and once after the upgrade that added passages (0009)."""

@@ -21,9 +21,8 @@ import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import numpy.typing as npt
 
-Vectors = npt.NDArray[np.float32]
+from mnemonic.llm.embedding import Vectors
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 """Sentence ends (as measured) and paragraph breaks, which end a note's unit too."""

@@ -20,7 +20,7 @@ from mnemonic.index.fulltext import Analyzed, FullTextIndex, analyze
 from mnemonic.index.graph import RELATION_CODES, AssociationGraph
 from mnemonic.index.passages import PassageVectors
 from mnemonic.index.vectors import AdaptiveVectors
-from mnemonic.store.passages import decode
+from mnemonic.store.vector_rows import decode
 
 CHUNK = 8192
 

@@ -27,8 +27,8 @@ import numpy.typing as npt
 
 from mnemonic.index.columns import COLUMN_SQL, ColumnRow
 from mnemonic.index.fulltext import Analyzed, analyze
-from mnemonic.store.passages import decode
 from mnemonic.store.sql_lists import marks
+from mnemonic.store.vector_rows import decode
 
 log = logging.getLogger(__name__)
 
@@ -202,11 +202,9 @@ class DeltaReader:
                 f" WHERE seq IN ({marks(chunk)})",
                 chunk,
             ):
-                if model == self.model and count > 0:
-                    matrix = decode(blob, int(count), int(dim))
-                    if len(matrix):
-                        found.add(int(seq))
-                        delta.passages.append((int(seq), matrix))
+                if model == self.model and len(matrix := decode(blob, int(count), int(dim))):
+                    found.add(int(seq))
+                    delta.passages.append((int(seq), matrix))
         delta.passages_gone = sorted(seqs - found)
 
     @staticmethod

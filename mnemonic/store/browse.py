@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-
 from mnemonic.llm.embedding import Vectors
 from mnemonic.store.base import Filters
 from mnemonic.store.database import Database
@@ -30,9 +28,9 @@ from mnemonic.store.models import (
     Relation,
     Source,
 )
-from mnemonic.store.passages import write_passages
 from mnemonic.store.sql_lists import IN_JSON, json_list, marks
 from mnemonic.store.sqlite import filter_sql, memory_from_row
+from mnemonic.store.vector_rows import write_vectors
 from mnemonic.timeutil import from_db, to_db, utcnow
 
 
@@ -361,13 +359,7 @@ class SQLiteBrowser:
             )
             if vector is not None and row["embedded"]:
                 values, model, passages = vector
-                blob = np.ascontiguousarray(values, dtype=np.float32)
-                conn.execute(
-                    "INSERT OR REPLACE INTO memory_vectors (seq, model, dim, vector)"
-                    " VALUES (?, ?, ?, ?)",
-                    (row["seq"], model, int(blob.shape[0]), blob.tobytes()),
-                )
-                write_passages(conn, row["seq"], model, int(blob.shape[0]), passages)
+                write_vectors(conn, row["seq"], model, values, passages)
             new = conn.execute("SELECT * FROM memories WHERE seq = ?", (row["seq"],)).fetchone()
             return Amended(memory_from_row(new), row["content"])
 

@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from mnemonic.jsonsafe import dumps_stored, loads_stored
 from mnemonic.llm.embedding import Vectors
 from mnemonic.store.base import (
@@ -37,9 +35,8 @@ from mnemonic.store.models import (
     Relation,
     Source,
 )
-from mnemonic.store.passages import UPSERT as UPSERT_PASSAGES
-from mnemonic.store.passages import passage_row, write_passages
 from mnemonic.store.sql_lists import marks
+from mnemonic.store.vector_rows import write_passages, write_vectors
 from mnemonic.timeutil import from_db, new_id, to_db, utcnow, when_text
 
 
@@ -182,14 +179,9 @@ class _VectorMaintenance:
 
         def work(conn: sqlite3.Connection) -> None:
             current = _unchanged(conn, stale)
-            conn.executemany(
-                UPSERT_PASSAGES,
-                [
-                    passage_row(item.seq, model, dim, mine)
-                    for item, mine in zip(stale, passages, strict=True)
-                    if item.seq in current
-                ],
-            )
+            for item, mine in zip(stale, passages, strict=True):
+                if item.seq in current:
+                    write_passages(conn, item.seq, model, dim, mine)
 
         await self.db.run_write(work)
 
@@ -198,36 +190,17 @@ class _VectorMaintenance:
         stale: Sequence[StaleVector],
         vectors: Vectors,
         model: str,
-        passages: Sequence[Vectors] | None = None,
+        passages: Sequence[Vectors],
     ) -> None:
-        """Whole vectors and, when given, each memory's passage vectors ([n, dim]), for
-        the memories whose content is still the one embedded: an amendment committed while
-        the model ran wrote its own, which this must not overwrite with the old text's."""
+        """Whole vectors and each memory's passage vectors ([n, dim]), for the memories
+        whose content is still the one embedded: an amendment committed while the model
+        ran wrote its own, which this must not overwrite with the old text's."""
 
         def work(conn: sqlite3.Connection) -> None:
             current = _unchanged(conn, stale)
-            conn.executemany(
-                "INSERT OR REPLACE INTO memory_vectors (seq, model, dim, vector) VALUES (?,?,?,?)",
-                [
-                    (
-                        item.seq,
-                        model,
-                        int(vec.shape[0]),
-                        np.ascontiguousarray(vec, np.float32).tobytes(),
-                    )
-                    for item, vec in zip(stale, vectors, strict=True)
-                    if item.seq in current
-                ],
-            )
-            if passages is not None:
-                conn.executemany(
-                    UPSERT_PASSAGES,
-                    [
-                        passage_row(item.seq, model, int(vec.shape[0]), mine)
-                        for item, vec, mine in zip(stale, vectors, passages, strict=True)
-                        if item.seq in current
-                    ],
-                )
+            for item, vec, mine in zip(stale, vectors, passages, strict=True):
+                if item.seq in current:
+                    write_vectors(conn, item.seq, model, vec, mine)
 
         await self.db.run_write(work)
 
@@ -746,15 +719,10 @@ def _complete_one(
     conn: sqlite3.Connection, outcome: EmbeddedOutcome, model: str, step: float, now: str
 ) -> None:
     mem = outcome.memory
-    vector = np.ascontiguousarray(outcome.vector, dtype=np.float32)
-    conn.execute(
-        "INSERT OR REPLACE INTO memory_vectors (seq, model, dim, vector) VALUES (?, ?, ?, ?)",
-        (mem.seq, model, int(vector.shape[0]), vector.tobytes()),
-    )
-    if outcome.passages is not None:
-        # a twin merged into another memory is never searched: a row of none says so
-        mine = outcome.passages if outcome.merged_into_seq is None else outcome.passages[:0]
-        write_passages(conn, mem.seq, model, int(vector.shape[0]), mine)
+    passages = outcome.passages
+    if passages is not None and outcome.merged_into_seq is not None:
+        passages = passages[:0]  # a twin merged into another is never searched: none
+    write_vectors(conn, mem.seq, model, outcome.vector, passages)
     if outcome.merged_into_seq is not None:
         target = conn.execute(
             "SELECT id FROM memories WHERE seq = ?", (outcome.merged_into_seq,)
