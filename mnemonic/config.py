@@ -328,7 +328,11 @@ class RecallConfig(_Section):
         return {**defaults, **value}
 
     mmr_lambda: float = Field(
-        0.8, ge=0, le=1, description="MMR relevance share (1 = no diversification)."
+        0.7,
+        ge=0,
+        le=1,
+        description="MMR: share of its relevance a result keeps when it is identical to one"
+        " already picked (less for less alike; 1 = no diversification).",
     )
     mmr_pool: int = Field(50, ge=1, le=1000, description="Ranked candidates MMR chooses from.")
     when_weight: float = Field(

@@ -104,6 +104,25 @@ def test_mmr_reorders_but_never_drops() -> None:
     assert mmr_order([], vectors, 5, 0.5) == []
 
 
+def test_mmr_discount_scales_with_relevance() -> None:
+    """Diversity reorders candidates of similar relevance; it never lifts a barely
+    relevant stray over a relevant memory because the stray is unlike the top hit."""
+    a = np.array([1.0, 0.0], dtype=np.float32)
+    near_a = np.array([0.8, 0.6], dtype=np.float32)  # cosine 0.8 with a
+    b = np.array([0.0, 1.0], dtype=np.float32)  # unlike a, 0.6 with near_a
+    ranked = [(1, 1.0), (2, 0.6), (3, 0.35)]
+    vectors = {1: a, 2: near_a, 3: b}
+    # 2 keeps 0.6 * (1 - 0.3 * 0.8) = 0.456 against 3's 0.35; a subtracted penalty
+    # (0.7 * 0.6 - 0.3 * 0.8 = 0.18 against 0.245) would have put 3 first
+    assert mmr_order(ranked, vectors, 3, 0.7) == [1, 2, 3]
+    # near the top the discount still decides: a twin direction at 0.95 keeps 0.665
+    twin = [(1, 1.0), (2, 0.95), (3, 0.9)]
+    assert mmr_order(twin, {1: a, 2: a, 3: b}, 3, 0.7) == [1, 3, 2]
+    # an opposite vector counts as unlike, not as more relevant
+    spread = [(1, 1.0), (2, 0.5), (3, 0.55)]
+    assert mmr_order(spread, {1: a, 2: -a, 3: b}, 3, 0.7) == [1, 3, 2]
+
+
 def test_mmr_drops_near_copies_but_keeps_templated_lines() -> None:
     a = np.array([1.0, 0.0], dtype=np.float32)
     b = np.array([0.0, 1.0], dtype=np.float32)

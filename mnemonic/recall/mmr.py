@@ -1,5 +1,16 @@
 """Maximal marginal relevance: trade a little relevance for less repetition.
 
+The discount is relative: a candidate keeps ``1 - (1 - lam) * sim`` of its relevance,
+where ``sim`` is its cosine to the closest pick so far. Carbonell and Goldstein's
+original form subtracts instead (``lam * rel - (1 - lam) * sim``), and a subtraction
+does not scale with relevance: a memory that is barely relevant but unlike everything
+picked (only reached by spreading, no word or meaning in common with the question)
+overtakes a relevant one that resembles the top hit. On LongMemEval that pushed answer
+sessions out of the top five (a turn about baptism, reached only by spreading, ranked
+fifth for "How many graduation ceremonies have I attended?"; numbers in BENCHMARKS.md,
+session 16). With the ratio, diversity still reorders candidates of
+similar relevance, and only them.
+
 Near-identical memories (ten saved versions of one file, the same note stored twice) are
 not diversity's business alone: MMR only discounts them, so with a high relevance share
 they still fill the list. A candidate that is a near copy of one already picked is
@@ -49,12 +60,13 @@ def mmr_order(
     groups: Mapping[int, str] | None = None,
     group_factor: float = 1.0,
 ) -> list[int]:
-    """Pick up to ``limit`` items greedily by ``lam*rel*f - (1-lam)*max_sim``, where ``f``
-    is ``group_factor`` to the power of the picks already taken from the item's group
-    (``groups``: item -> group; an item in none is never discounted).
+    """Pick up to ``limit`` items greedily by ``rel * f * (1 - (1-lam) * max_sim)``, where
+    ``f`` is ``group_factor`` to the power of the picks already taken from the item's
+    group (``groups``: item -> group; an item in none is never discounted) and
+    ``max_sim`` the item's cosine to its closest pick (negative counts as 0).
 
-    Relevance is normalised by the top score so the two terms share a scale. Items with no
-    vector count as dissimilar to everything. Diversity reorders; only near copies of a
+    Relevance is normalised by the top score. Items with no vector count as dissimilar to
+    everything. Diversity reorders; only near copies of a
     pick (see the module docstring; needs ``texts``) are dropped, so the list is shorter
     than ``min(limit, len(ranked))`` only when nothing but copies is left.
     """
@@ -78,7 +90,8 @@ def mmr_order(
     members = _members(seqs, groups or {}) if group_factor < 1 else {}
     chosen: list[int] = []
     while len(chosen) < want and available.any():
-        value = np.where(available, lam * relevance - (1 - lam) * closest, -np.inf)
+        kept = 1.0 - (1.0 - lam) * closest  # closest starts at 0: never negative
+        value = np.where(available, relevance * kept, -np.inf)
         pick = int(np.argmax(value))
         chosen.append(pick)
         available[pick] = False
