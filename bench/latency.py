@@ -52,6 +52,7 @@ from mnemonic.store.base import EmbeddedOutcome, NewLink, PendingMemory
 from mnemonic.store.database import Database
 from mnemonic.store.models import NewRaw, RawStatus, Relation, Source
 from mnemonic.store.sqlite import SQLiteStore
+from mnemonic.store.vector_rows import VectorModels
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from server import TOKEN, free_port
@@ -740,7 +741,7 @@ async def fill_direct(
                     enc.salience,
                 )
                 outcomes.append(EmbeddedOutcome(pending, vector, links=tuple(new_links.values())))
-            await store.complete(outcomes, MODEL_NAME, step)
+            await store.complete(outcomes, VectorModels(MODEL_NAME, MODEL_NAME), step)
             done += len(batch)
             rate = done / (time.perf_counter() - started)
             if done % 50_000 == 0 or done == n:

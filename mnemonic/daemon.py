@@ -104,6 +104,7 @@ from mnemonic.store.repair import repair_non_finite_metadata
 from mnemonic.store.sqlite import SQLiteStore
 from mnemonic.store.supersessions import SQLiteSupersessions
 from mnemonic.store.tool_usage import SQLiteToolUsage
+from mnemonic.store.vector_rows import vector_models
 from mnemonic.timeutil import utcnow
 from mnemonic.watchers.base import Watcher
 
@@ -566,14 +567,15 @@ class Daemon:
         )
 
     async def _vectors_unchecked(self) -> bool:
-        """Whether every stored vector may not be the current model's. Counting stale
-        vectors scans every vector row (9.7 s at a million memories, and start-up waited
-        for it), yet vectors only go stale when the model changes or a re-embedding was
-        cut short; so a finished run records the model (``vectors_model``) and later
-        starts skip the scan. Where nothing is recorded yet, the re-embed job counts in
-        the background, after start."""
+        """Whether every stored vector may not be the current model's, or its passages
+        not cut by the current recipe. Counting stale vectors scans every vector row
+        (9.7 s at a million memories, and start-up waited for it), yet vectors only go
+        stale when the model or the passage settings change or a re-embedding was cut
+        short; so a finished run records what it embedded with (``vectors_model``) and
+        later starts skip the scan. Where nothing is recorded yet, the re-embed job counts
+        in the background, after start."""
         try:
-            return await self.store.get_meta(_VECTORS_MODEL) != self.embedder.name + _PASSAGES
+            return await self.store.get_meta(_VECTORS_MODEL) != self._vectors_recipe()
         except StorageUnavailable:
             return False
 
@@ -586,7 +588,17 @@ class Daemon:
             passage_lead_words=encoding.passage_lead_words,
             passage_cap=encoding.passage_cap,
         )
-        await self.store.set_meta(_VECTORS_MODEL, self.embedder.name + _PASSAGES)
+        await self.store.set_meta(_VECTORS_MODEL, self._vectors_recipe())
+
+    def _vectors_recipe(self) -> str:
+        """What ``vectors_model`` records: the passage rows' name (the model, and the
+        recipe unless it is the one rows were cut by before recipes had names), then
+        ``+passages``, which marks stores whose passages were backfilled (0009)."""
+        encoding = self.cfg.encoding
+        models = vector_models(
+            self.embedder.name, encoding.passage_lead_words, encoding.passage_cap
+        )
+        return models.passages + _PASSAGES
 
     async def _cycle_agents(self) -> list[ScheduledAgent]:
         """The thinking half's agents, each a bounded cycle on a schedule and on demand

@@ -55,6 +55,7 @@ from mnemonic.store.episodes import SQLiteEpisodes
 from mnemonic.store.meta import SQLiteMeta
 from mnemonic.store.models import Encoded, MemoryType, NewRaw, Quality, Source
 from mnemonic.store.sqlite import SQLiteStore
+from mnemonic.store.vector_rows import VectorModels
 from mnemonic.timeutil import to_db
 
 CHAT = "/v1/chat/completions"
@@ -111,7 +112,7 @@ async def _seed(db: Database, clock: Clock) -> dict[str, int]:
         )
         for p in pending
     ]
-    await store.complete(outcomes, "fake-8", 0.05)
+    await store.complete(outcomes, VectorModels("fake-8", "fake-8"), 0.05)
     return {a.memory_id: a.seq for a in accepted}
 
 

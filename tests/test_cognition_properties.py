@@ -68,6 +68,7 @@ from mnemonic.store.episodes import SQLiteEpisodes
 from mnemonic.store.meta import SQLiteMeta
 from mnemonic.store.models import Encoded, MemoryType, NewRaw, Quality, Source
 from mnemonic.store.sqlite import SQLiteStore
+from mnemonic.store.vector_rows import VectorModels
 from mnemonic.timeutil import to_db, utcnow
 
 DIM = 16
@@ -200,7 +201,7 @@ async def _embed_pending(world: World) -> None:
         if vec is None:
             vec = _vector(world, world.theme_of.get(p.id))
         outcomes.append(EmbeddedOutcome(p, vec))
-    await world.store.complete(outcomes, MODEL, 0.05)
+    await world.store.complete(outcomes, VectorModels(MODEL, MODEL), 0.05)
 
 
 async def _write(world: World, n: int) -> None:
@@ -471,7 +472,7 @@ async def _gist_scenario(path: Path) -> tuple[int, int]:
         outcomes = [
             EmbeddedOutcome(p, v.astype(np.float32)) for p, v in zip(pending, vectors, strict=True)
         ]
-        await store.complete(outcomes, MODEL, 0.05)
+        await store.complete(outcomes, VectorModels(MODEL, MODEL), 0.05)
         a, b, others = seqs[0], seqs[1], seqs[2:]
         stamp = to_db(utcnow())
         links = [(a, o) for o in others[:cap]] + [(b, o) for o in others[cap:]]

@@ -25,6 +25,7 @@ from mnemonic.store.database import Database
 from mnemonic.store.models import NewRaw, Source
 from mnemonic.store.purge import SQLitePurger
 from mnemonic.store.sqlite import SQLiteStore
+from mnemonic.store.vector_rows import VectorModels
 from mnemonic.timeutil import to_db
 
 TWINS = [
@@ -56,7 +57,7 @@ async def _write(
     pending = await store.pending_for([a.memory_id for a in accepted])
     vectors = embedder.embed([p.content for p in pending])
     outcomes = [EmbeddedOutcome(p, v) for p, v in zip(pending, vectors, strict=True)]
-    await store.complete(outcomes, embedder.name, 0.05)
+    await store.complete(outcomes, VectorModels(embedder.name, embedder.name), 0.05)
     return [a.memory_id for a in accepted]
 
 

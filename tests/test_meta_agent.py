@@ -33,6 +33,7 @@ from mnemonic.store.database import Database
 from mnemonic.store.meta import SQLiteMeta, database_bytes
 from mnemonic.store.models import NewRaw, Quality, Source
 from mnemonic.store.sqlite import SQLiteStore
+from mnemonic.store.vector_rows import VectorModels
 from mnemonic.timeutil import new_id, utcnow
 
 T = TypeVar("T")
@@ -95,7 +96,7 @@ async def _write(store: SQLiteStore, embedder: OnnxEmbedder, texts: list[str]) -
     pending = await store.pending_for([a.memory_id for a in accepted])
     vectors = embedder.embed([p.content for p in pending])
     outcomes = [EmbeddedOutcome(p, v) for p, v in zip(pending, vectors, strict=True)]
-    await store.complete(outcomes, embedder.name, 0.05)
+    await store.complete(outcomes, VectorModels(embedder.name, embedder.name), 0.05)
     return [a.memory_id for a in accepted]
 
 

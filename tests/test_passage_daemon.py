@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 from starlette.testclient import TestClient
 
+from mnemonic.encoding.passages import embed_with_passages
 from mnemonic.index.columns import BoolArray
 from mnemonic.paths import Paths
 from mnemonic.store.base import Filters
-from mnemonic.store.vector_rows import decode
+from mnemonic.store.vector_rows import VectorModels, decode
 
 STORY = (
     "Melanie: We took the kids camping by the lake last weekend. "
@@ -182,9 +183,10 @@ def test_a_backfill_never_overwrites_an_amendment_made_while_the_model_ran(
     story = _remember(client, STORY)
     daemon = client.daemon  # type: ignore[attr-defined]
     store, name = daemon.store, daemon.embedder.name
+    models = VectorModels(name, name)  # the default recipe is named by the model alone
     with sqlite3.connect(paths.database) as conn:  # as before migration 0009
         conn.execute("DELETE FROM memory_passages")
-    stale = client.portal.call(store.stale_vectors, name, 10)  # type: ignore[attr-defined]
+    stale = client.portal.call(store.stale_vectors, models, 10)  # type: ignore[attr-defined]
     assert [item.content for item in stale] == [STORY] and stale[0].whole_current
     amended = client.patch(
         f"/api/v1/memories/{story}",
@@ -192,11 +194,71 @@ def test_a_backfill_never_overwrites_an_amendment_made_while_the_model_ran(
     )
     assert amended.status_code == 200, amended.text
     old = [np.ones((3, 384), dtype=np.float32) / np.sqrt(384)]  # the old text's passages
-    client.portal.call(store.store_passages, stale, old, name, 384)  # type: ignore[attr-defined]
-    client.portal.call(store.store_vectors, stale, old[0][:1], name, old)  # type: ignore[attr-defined]
+    client.portal.call(store.store_passages, stale, old, models, 384)  # type: ignore[attr-defined]
+    client.portal.call(store.store_vectors, stale, old[0][:1], models, old)  # type: ignore[attr-defined]
     assert (_row(paths, story) or (0, 0, b""))[1] == 2  # the amendment's two passages
     with sqlite3.connect(paths.database) as conn:
         (blob,) = conn.execute(
             "SELECT vector FROM memory_vectors WHERE seq = ?", (stale[0].seq,)
         ).fetchone()
     assert not np.allclose(np.frombuffer(blob, dtype=np.float32), old[0][0])
+
+
+def _passage_model(paths: Paths, memory_id: str) -> str:
+    with sqlite3.connect(paths.database) as conn:
+        row = conn.execute(
+            "SELECT p.model FROM memory_passages p JOIN memories m ON m.seq = p.seq WHERE m.id = ?",
+            (memory_id,),
+        ).fetchone()
+    return "" if row is None else str(row[0])
+
+
+def _whole(paths: Paths, seq: int) -> bytes:
+    with sqlite3.connect(paths.database) as conn:
+        (blob,) = conn.execute("SELECT vector FROM memory_vectors WHERE seq = ?", (seq,)).fetchone()
+    return bytes(blob)
+
+
+def _wait_for(check: Callable[[], bool], timeout_s: float = 60) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return check()
+
+
+def test_changed_passage_settings_recut_every_memory_at_the_next_start(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    first = make_client()
+    story = _remember(first, STORY)
+    seq = _seq(paths, story)
+    name = first.daemon.embedder.name  # type: ignore[attr-defined]
+    whole = _whole(paths, seq)
+    assert _passage_model(paths, story) == name  # the default recipe: the model alone
+    first.__exit__(None, None, None)
+
+    # passage_cap 0: no passages from now on, and none left from before
+    second = make_client(encoding={"passage_cap": 0})
+    cut_none = f"{name}#passages(lead=4,cap=0)"
+    assert _wait_for(lambda: _passage_model(paths, story) == cut_none)
+    assert (_row(paths, story) or (0, -1, b""))[1] == 0
+    index = second.daemon.index  # type: ignore[attr-defined]
+    assert _wait_for(lambda: len(index.passages.of(seq)) == 0, 10)
+    store = second.daemon.store  # type: ignore[attr-defined]
+    assert _wait_for(
+        lambda: second.portal.call(store.get_meta, "vectors_model") == cut_none + "+passages"  # type: ignore[attr-defined]
+    )
+    assert _whole(paths, seq) == whole  # only the passages were cut again
+    second.__exit__(None, None, None)
+
+    # a shorter lead: three passages again, each after the memory's first two words
+    third = make_client(encoding={"passage_lead_words": 2})
+    lead_two = f"{name}#passages(lead=2,cap=12)"
+    assert _wait_for(lambda: _passage_model(paths, story) == lead_two)
+    _, count, blob = _row(paths, story) or (0, 0, b"")
+    assert count == 3
+    embedder = third.daemon.embedder  # type: ignore[attr-defined]
+    _vectors, passages = embed_with_passages(embedder.embed, [STORY], 2, 12)
+    assert np.allclose(decode(blob, count, 384), passages[0], atol=2e-3)
+    index = third.daemon.index  # type: ignore[attr-defined]
+    assert _wait_for(lambda: len(index.passages.of(seq)) == 3, 10)

@@ -4,6 +4,7 @@ store/vector_rows.py)."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 
 import numpy as np
@@ -17,7 +18,15 @@ from mnemonic.encoding.passages import (
     sentences,
 )
 from mnemonic.index.passages import PassageVectors, best_of
-from mnemonic.store.vector_rows import decode, passage_row
+from mnemonic.store.vector_rows import (
+    PASSAGES_OF_MODEL,
+    VectorModels,
+    decode,
+    embedding_model,
+    passage_row,
+    passages_of_model,
+    vector_models,
+)
 
 DIM = 8
 
@@ -240,3 +249,22 @@ def test_a_search_never_returns_a_memory_its_filter_excludes_while_rows_move() -
         stop.set()
         worker.join()
     assert seen <= {1}
+
+
+def test_passage_rows_name_their_recipe_unless_it_is_the_unnamed_one() -> None:
+    assert vector_models("m", 4, 12) == VectorModels("m", "m")  # rows from before names
+    named = vector_models("m", 2, 12)
+    assert named == VectorModels("m", "m#passages(lead=2,cap=12)")
+    assert vector_models("m", 4, 0).passages == "m#passages(lead=4,cap=0)"
+    assert embedding_model(named.passages) == "m" == embedding_model("m")
+    # a model whose name extends another's is another model, with or without a recipe
+    rows = ["m", named.passages, "m2", "m2#passages(lead=2,cap=12)", "m#other"]
+    with sqlite3.connect(":memory:") as conn:
+        conn.execute("CREATE TABLE memory_passages (model TEXT)")
+        conn.executemany("INSERT INTO memory_passages VALUES (?)", [(r,) for r in rows])
+        found = conn.execute(
+            f"SELECT model FROM memory_passages WHERE {PASSAGES_OF_MODEL} ORDER BY model",
+            passages_of_model("m"),
+        ).fetchall()
+    assert [r[0] for r in found] == ["m", "m#passages(lead=2,cap=12)"]
+    assert [embedding_model(r) for r in rows] == ["m", "m", "m2", "m2", "m#other"]

@@ -60,6 +60,7 @@ from mnemonic.store.base import (
     PendingMemory,
 )
 from mnemonic.store.models import Memory, MemoryState, Relation
+from mnemonic.store.vector_rows import vector_models
 from mnemonic.timeutil import ensure_utc
 
 log = logging.getLogger(__name__)
@@ -294,7 +295,10 @@ class EncodingAgent:
             raise AttemptTimedOut(f"timed out after {self._cfg.batch_timeout_s:g} s") from exc
         # outside the deadline: a write abandoned half-way could finish unseen. The index
         # learns of the new vectors and links from the change feed once this commits.
-        await self._ingest.complete(outcomes, self._embedder.name, self._cfg.reinforce_step)
+        models = vector_models(
+            self._embedder.name, self._cfg.passage_lead_words, self._cfg.passage_cap
+        )
+        await self._ingest.complete(outcomes, models, self._cfg.reinforce_step)
         await self._announce(outcomes)
 
     async def _announce(self, outcomes: list[EmbeddedOutcome]) -> None:

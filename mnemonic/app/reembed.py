@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from mnemonic.encoding.passages import embed_passages, embed_with_passages
 from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.store.sqlite import SQLiteStore
+from mnemonic.store.vector_rows import vector_models
 
 log = logging.getLogger(__name__)
 
@@ -33,14 +34,16 @@ async def reembed(
     passage_lead_words: int,
     passage_cap: int,
 ) -> None:
-    """Embed every memory lacking a whole vector or passages of ``embedder``'s model:
-    after a model change, and once after the upgrade that added passages (0009)."""
-    progress.total = await store.count_stale_vectors(embedder.name)
+    """Embed every memory lacking a whole vector of ``embedder``'s model or passages of
+    the current recipe: after a model change, a change of the passage settings, and once
+    after the upgrade that added passages (0009)."""
+    models = vector_models(embedder.name, passage_lead_words, passage_cap)
+    progress.total = await store.count_stale_vectors(models)
     progress.running = progress.total > 0
     if progress.running:
         log.info("re-embedding %d memories with %s", progress.total, embedder.name)
     while True:
-        stale = await store.stale_vectors(embedder.name, batch)
+        stale = await store.stale_vectors(models, batch)
         if not stale:
             break
         redo = [item for item in stale if not item.whole_current]
@@ -54,8 +57,8 @@ async def reembed(
                 passage_lead_words,
                 passage_cap,
             )
-            await store.store_vectors(redo, vectors, embedder.name, passages)
-        if only:  # the whole vector is current: its passages alone (after migration 0009)
+            await store.store_vectors(redo, vectors, models, passages)
+        if only:  # the whole vector is current: its passages alone (0009, a new recipe)
             passages = await asyncio.to_thread(
                 embed_passages,
                 embedder.embed,
@@ -64,6 +67,6 @@ async def reembed(
                 passage_cap,
                 embedder.dim,
             )
-            await store.store_passages(only, passages, embedder.name, embedder.dim)
+            await store.store_passages(only, passages, models, embedder.dim)
         progress.done += len(stale)
     progress.running = False

@@ -55,6 +55,7 @@ from mnemonic.store.models import (
     RawStatus,
     Source,
 )
+from mnemonic.store.vector_rows import vector_models
 from mnemonic.timeutil import new_id
 
 log = logging.getLogger(__name__)
@@ -320,7 +321,13 @@ class MemoryService:
             content_hash(text),
             enc,
             clean_reason,
-            (vectors[0], self._embedder.name, passages[0]),
+            (
+                vectors[0],
+                vector_models(
+                    self._embedder.name, encoding.passage_lead_words, encoding.passage_cap
+                ),
+                passages[0],
+            ),
         )
         if amended is None:
             raise NotFoundError("memory", memory_id)

@@ -20,7 +20,7 @@ from mnemonic.index.fulltext import Analyzed, FullTextIndex, analyze
 from mnemonic.index.graph import RELATION_CODES, AssociationGraph
 from mnemonic.index.passages import PassageVectors
 from mnemonic.index.vectors import AdaptiveVectors
-from mnemonic.store.vector_rows import decode
+from mnemonic.store.vector_rows import PASSAGES_OF_MODEL, decode, passages_of_model
 
 CHUNK = 8192
 
@@ -144,8 +144,9 @@ def _passages(
 ) -> PassageVectors:
     """Every memory's passage rows, in one matrix (rows of a memory adjacent)."""
     (rows,) = conn.execute(
-        "SELECT coalesce(sum(count), 0) FROM memory_passages WHERE model = ? AND dim = ?",
-        (model, dim),
+        "SELECT coalesce(sum(count), 0) FROM memory_passages"
+        f" WHERE {PASSAGES_OF_MODEL} AND dim = ?",
+        (*passages_of_model(model), dim),
     ).fetchone()
     # headroom, as for the whole vectors: untouched zero rows cost no memory until used
     matrix = np.zeros((int(rows) + int(rows) // 4 + 1024, dim), dtype=np.float32)
@@ -153,8 +154,8 @@ def _passages(
     filled = 0
     cursor = conn.execute(
         "SELECT seq, count, vectors FROM memory_passages"
-        " WHERE model = ? AND dim = ? AND count > 0 ORDER BY seq",
-        (model, dim),
+        f" WHERE {PASSAGES_OF_MODEL} AND dim = ? AND count > 0 ORDER BY seq",
+        (*passages_of_model(model), dim),
     )
     for batch in _batches(cursor, chunk, stop):
         for seq, count, blob in batch:

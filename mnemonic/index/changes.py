@@ -28,7 +28,7 @@ import numpy.typing as npt
 from mnemonic.index.columns import COLUMN_SQL, ColumnRow
 from mnemonic.index.fulltext import Analyzed, analyze
 from mnemonic.store.sql_lists import marks
-from mnemonic.store.vector_rows import decode
+from mnemonic.store.vector_rows import decode, embedding_model
 
 log = logging.getLogger(__name__)
 
@@ -202,7 +202,8 @@ class DeltaReader:
                 f" WHERE seq IN ({marks(chunk)})",
                 chunk,
             ):
-                if model == self.model and len(matrix := decode(blob, int(count), int(dim))):
+                searchable = embedding_model(model) == self.model  # any recipe of it
+                if searchable and len(matrix := decode(blob, int(count), int(dim))):
                     found.add(int(seq))
                     delta.passages.append((int(seq), matrix))
         delta.passages_gone = sorted(seqs - found)

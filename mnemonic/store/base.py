@@ -22,6 +22,7 @@ from mnemonic.store.models import (
     Relation,
     Source,
 )
+from mnemonic.store.vector_rows import VectorModels
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +113,7 @@ class IngestStore(Protocol):
     ) -> list[Accepted]: ...
 
     async def complete(
-        self, outcomes: Sequence[EmbeddedOutcome], model: str, step: float
+        self, outcomes: Sequence[EmbeddedOutcome], models: VectorModels, step: float
     ) -> None: ...
 
     async def begin_attempt(self, raw_ids: Sequence[str], max_attempts: int) -> list[str]: ...

@@ -30,7 +30,7 @@ from mnemonic.store.models import (
 )
 from mnemonic.store.sql_lists import IN_JSON, json_list, marks
 from mnemonic.store.sqlite import filter_sql, memory_from_row
-from mnemonic.store.vector_rows import write_vectors
+from mnemonic.store.vector_rows import VectorModels, write_vectors
 from mnemonic.timeutil import from_db, to_db, utcnow
 
 
@@ -321,13 +321,13 @@ class SQLiteBrowser:
         digest: str,
         enc: Encoded,
         reason: str | None,
-        vector: tuple[Vectors, str, Vectors] | None,
+        vector: tuple[Vectors, VectorModels, Vectors] | None,
     ) -> Amended | None:
         """Replace the content, keep every link, and record the old text.
 
-        ``vector`` (the new vector, its model and the new passage vectors) is stored only
-        for a memory that already had one; a memory still waiting for the encoder gets its
-        vectors from there.
+        ``vector`` (the new vector, the models it records and the new passage vectors) is
+        stored only for a memory that already had one; a memory still waiting for the
+        encoder gets its vectors from there.
         """
 
         def work(conn: sqlite3.Connection) -> Amended | None:
@@ -358,8 +358,8 @@ class SQLiteBrowser:
                 (content, enc.summary, " ".join(enc.concepts), row["seq"]),
             )
             if vector is not None and row["embedded"]:
-                values, model, passages = vector
-                write_vectors(conn, row["seq"], model, values, passages)
+                values, models, passages = vector
+                write_vectors(conn, row["seq"], models, values, passages)
             new = conn.execute("SELECT * FROM memories WHERE seq = ?", (row["seq"],)).fetchone()
             return Amended(memory_from_row(new), row["content"])
 

@@ -36,7 +36,7 @@ from mnemonic.store.models import (
     Source,
 )
 from mnemonic.store.sql_lists import marks
-from mnemonic.store.vector_rows import write_passages, write_vectors
+from mnemonic.store.vector_rows import VectorModels, write_passages, write_vectors
 from mnemonic.timeutil import from_db, new_id, to_db, utcnow, when_text
 
 
@@ -143,8 +143,9 @@ _STALE = (
     " WHERE m.embedded = 1 AND (v.model IS NULL OR v.model <> ? OR p.model IS NULL"
     " OR p.model <> ?)"
 )
-"""Embedded memories lacking a vector or passages of the model: after a model change,
-and once after migration 0009 (passages backfilled in the background)."""
+"""Embedded memories lacking a vector of the model or passages of its recipe: after a
+model change, a change of passage settings, and once after migration 0009 (passages
+backfilled in the background)."""
 
 
 class _VectorMaintenance:
@@ -152,27 +153,32 @@ class _VectorMaintenance:
 
     db: Database
 
-    async def count_stale_vectors(self, model: str) -> int:
+    async def count_stale_vectors(self, models: VectorModels) -> int:
         def work(conn: sqlite3.Connection) -> int:
-            return int(conn.execute(f"SELECT count(*){_STALE}", (model, model)).fetchone()[0])
+            params = (models.whole, models.passages)
+            return int(conn.execute(f"SELECT count(*){_STALE}", params).fetchone()[0])
 
         return await self.db.run_read(work)
 
-    async def stale_vectors(self, model: str, limit: int) -> list[StaleVector]:
-        """Up to ``limit`` embedded memories lacking a vector or passages of ``model``."""
+    async def stale_vectors(self, models: VectorModels, limit: int) -> list[StaleVector]:
+        """Up to ``limit`` embedded memories lacking a vector or passages of ``models``."""
 
         def work(conn: sqlite3.Connection) -> list[StaleVector]:
             rows = conn.execute(
                 f"SELECT m.seq, m.content, m.content_hash, coalesce(v.model = ?, 0){_STALE}"
                 " ORDER BY m.seq LIMIT ?",
-                (model, model, model, limit),
+                (models.whole, models.whole, models.passages, limit),
             ).fetchall()
             return [StaleVector(int(r[0]), r[1], r[2], bool(r[3])) for r in rows]
 
         return await self.db.run_read(work)
 
     async def store_passages(
-        self, stale: Sequence[StaleVector], passages: Sequence[Vectors], model: str, dim: int
+        self,
+        stale: Sequence[StaleVector],
+        passages: Sequence[Vectors],
+        models: VectorModels,
+        dim: int,
     ) -> None:
         """Each memory's passage vectors ([n, dim], n >= 0) alone, for the memories whose
         content is still the one embedded."""
@@ -181,7 +187,7 @@ class _VectorMaintenance:
             current = _unchanged(conn, stale)
             for item, mine in zip(stale, passages, strict=True):
                 if item.seq in current:
-                    write_passages(conn, item.seq, model, dim, mine)
+                    write_passages(conn, item.seq, models.passages, dim, mine)
 
         await self.db.run_write(work)
 
@@ -189,7 +195,7 @@ class _VectorMaintenance:
         self,
         stale: Sequence[StaleVector],
         vectors: Vectors,
-        model: str,
+        models: VectorModels,
         passages: Sequence[Vectors],
     ) -> None:
         """Whole vectors and each memory's passage vectors ([n, dim]), for the memories
@@ -200,7 +206,7 @@ class _VectorMaintenance:
             current = _unchanged(conn, stale)
             for item, vec, mine in zip(stale, vectors, passages, strict=True):
                 if item.seq in current:
-                    write_vectors(conn, item.seq, model, vec, mine)
+                    write_vectors(conn, item.seq, models, vec, mine)
 
         await self.db.run_write(work)
 
@@ -253,13 +259,15 @@ class SQLiteStore(_VectorMaintenance):
 
         return await self.db.run_write(work)
 
-    async def complete(self, outcomes: Sequence[EmbeddedOutcome], model: str, step: float) -> None:
+    async def complete(
+        self, outcomes: Sequence[EmbeddedOutcome], models: VectorModels, step: float
+    ) -> None:
         """Persist vectors, near-duplicate merges and links decided by the encoder."""
 
         def work(conn: sqlite3.Connection) -> None:
             now = to_db(utcnow())
             for outcome in outcomes:
-                _complete_one(conn, outcome, model, step, now)
+                _complete_one(conn, outcome, models, step, now)
 
         await self.db.run_write(work)
 
@@ -716,13 +724,13 @@ def _reinforce(conn: sqlite3.Connection, seq: int, step: float, now: str) -> Non
 
 
 def _complete_one(
-    conn: sqlite3.Connection, outcome: EmbeddedOutcome, model: str, step: float, now: str
+    conn: sqlite3.Connection, outcome: EmbeddedOutcome, models: VectorModels, step: float, now: str
 ) -> None:
     mem = outcome.memory
     passages = outcome.passages
     if passages is not None and outcome.merged_into_seq is not None:
         passages = passages[:0]  # a twin merged into another is never searched: none
-    write_vectors(conn, mem.seq, model, outcome.vector, passages)
+    write_vectors(conn, mem.seq, models, outcome.vector, passages)
     if outcome.merged_into_seq is not None:
         target = conn.execute(
             "SELECT id FROM memories WHERE seq = ?", (outcome.merged_into_seq,)

@@ -9,24 +9,67 @@ through the change feed and at builds (``decode``).
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 F32 = npt.NDArray[np.float32]
 
+# The recipe of the rows written before recipes were named (session 15): those rows
+# record the model alone, and a store cut that way needs no re-embedding.
+_UNNAMED_RECIPE = (4, 12)  # (encoding.passage_lead_words, encoding.passage_cap)
+_RECIPE = "#passages("
+
+
+@dataclass(frozen=True, slots=True)
+class VectorModels:
+    """What a memory's two vector rows record in their ``model`` column: the embedding
+    model of the whole vector, and for the passages that model plus the recipe that cut
+    them (``vector_models``)."""
+
+    whole: str
+    passages: str
+
+
+def vector_models(model: str, lead_words: int, cap: int) -> VectorModels:
+    """The names for vectors of ``model`` with passages cut by ``encoding.passage_lead_words``
+    and ``encoding.passage_cap``. A passage row of another recipe is stale, so changing
+    either setting has the start-up re-embedding cut every memory's passages again (with
+    ``passage_cap`` 0: none); meanwhile the index keeps searching the old rows, which are
+    still vectors of the same model (``embedding_model``)."""
+    if (lead_words, cap) == _UNNAMED_RECIPE:
+        return VectorModels(model, model)
+    return VectorModels(model, f"{model}{_RECIPE}lead={lead_words},cap={cap})")
+
+
+def embedding_model(passage_model: str) -> str:
+    """The embedding model of a passage row, whatever its recipe."""
+    model, _mark, _recipe = passage_model.partition(_RECIPE)
+    return model
+
+
+# SQL: a memory_passages row of any recipe of one model (``passages_of_model``)
+PASSAGES_OF_MODEL = "(model = ? OR substr(model, 1, ?) = ?)"
+
+
+def passages_of_model(model: str) -> tuple[str, int, str]:
+    """The parameters of ``PASSAGES_OF_MODEL`` for ``model``."""
+    prefix = model + _RECIPE
+    return (model, len(prefix), prefix)
+
 
 def write_vectors(
-    conn: sqlite3.Connection, seq: int, model: str, vector: F32, passages: F32 | None
+    conn: sqlite3.Connection, seq: int, models: VectorModels, vector: F32, passages: F32 | None
 ) -> None:
     """Memory ``seq``'s whole vector and, unless None, its passage vectors ([n, dim])."""
     whole = np.ascontiguousarray(vector, dtype=np.float32)
     conn.execute(
         "INSERT OR REPLACE INTO memory_vectors (seq, model, dim, vector) VALUES (?, ?, ?, ?)",
-        (seq, model, int(whole.shape[0]), whole.tobytes()),
+        (seq, models.whole, int(whole.shape[0]), whole.tobytes()),
     )
     if passages is not None:
-        write_passages(conn, seq, model, int(whole.shape[0]), passages)
+        write_passages(conn, seq, models.passages, int(whole.shape[0]), passages)
 
 
 def write_passages(conn: sqlite3.Connection, seq: int, model: str, dim: int, vectors: F32) -> None:
