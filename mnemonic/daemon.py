@@ -541,6 +541,7 @@ class Daemon:
                 )
             )
         if model_changed or await self._vectors_unchecked():
+            await self._forget_vectors_recipe()
             agents.append(
                 _OneShot(
                     "reembed",
@@ -578,6 +579,15 @@ class Daemon:
             return await self.store.get_meta(_VECTORS_MODEL) != self._vectors_recipe()
         except StorageUnavailable:
             return False
+
+    async def _forget_vectors_recipe(self) -> None:
+        """Clear ``vectors_model`` before a re-embedding starts: a run cut short then
+        leaves the next start to scan the rows themselves, even if the settings went back
+        to the recorded ones meanwhile (rows already re-cut carry the other recipe)."""
+        try:
+            await self.store.set_meta(_VECTORS_MODEL, "")
+        except StorageUnavailable:
+            log.warning("could not clear the recorded vectors recipe")
 
     async def _reembed(self) -> None:
         encoding = self.cfg.encoding

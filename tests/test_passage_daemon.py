@@ -4,6 +4,7 @@ and backfilled for a store from before migration 0009."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import time
 from collections.abc import Callable
@@ -11,6 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 from starlette.testclient import TestClient
+from support.index_check import assert_index_matches_database
 
 from mnemonic.encoding.passages import embed_with_passages
 from mnemonic.index.columns import BoolArray
@@ -262,3 +264,68 @@ def test_changed_passage_settings_recut_every_memory_at_the_next_start(
     assert np.allclose(decode(blob, count, 384), passages[0], atol=2e-3)
     index = third.daemon.index  # type: ignore[attr-defined]
     assert _wait_for(lambda: len(index.passages.of(seq)) == 3, 10)
+    third.__exit__(None, None, None)
+
+    # a build from SQLite (no checkpoint) reads rows of a named recipe: the index must not
+    # take only rows named by the bare model
+    shutil.rmtree(paths.data_dir / "recall-index")
+    fourth = make_client(encoding={"passage_lead_words": 2})
+    index = fourth.daemon.index  # type: ignore[attr-defined]
+    assert index.built_from == "sqlite"
+    assert len(index.passages.of(seq)) == 3
+    fourth.portal.call(assert_index_matches_database, fourth.daemon, ["dinosaur"])  # type: ignore[attr-defined]
+
+
+def test_a_recut_cut_short_is_finished_even_after_the_settings_went_back(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    first = make_client()
+    ids = [
+        _remember(
+            first,
+            f"Note {i}: the build broke on step {i}. We pinned numpy to 1.26 then."
+            " The nightly job passed again.",
+        )
+        for i in range(100)
+    ]
+    name = first.daemon.embedder.name  # type: ignore[attr-defined]
+    first.__exit__(None, None, None)
+
+    # a new lead: the start schedules a re-cut of 100 memories, and forgets the recorded
+    # recipe first, so a run stopped half-way is not mistaken for a finished one
+    second = make_client(encoding={"passage_lead_words": 2})
+    store = second.daemon.store  # type: ignore[attr-defined]
+    recorded = second.portal.call(store.get_meta, "vectors_model")  # type: ignore[attr-defined]
+    assert recorded in ("", f"{name}#passages(lead=2,cap=12)+passages")
+    second.__exit__(None, None, None)  # most likely before the re-cut finished
+
+    # back to the defaults: whatever the stopped run re-cut is cut again the default way
+    make_client()
+    assert _wait_for(lambda: all(_passage_model(paths, i) == name for i in ids))
+    assert all((_row(paths, i) or (0, 0, b""))[1] == 3 for i in ids)
+
+
+def test_a_recut_leaves_merged_twins_without_passages(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    first = make_client()
+    text = "The staging database password rotates every Monday morning. Dana keeps the new one."
+    kept = _remember(first, text)
+    answer = first.post(
+        "/api/v1/memories", params={"wait": "true"}, json={"content": text + "!!"}
+    ).json()
+    assert answer["status"] == "reinforced" and answer["memory_id"] == kept
+    with sqlite3.connect(paths.database) as conn:
+        twin, state = conn.execute(
+            "SELECT id, state FROM memories WHERE raw_id = ?", (answer["raw_id"],)
+        ).fetchone()
+    assert state == "merged"
+    assert (_row(paths, twin) or (0, -1, b""))[1] == 0  # the encoder writes none for a twin
+    name = first.daemon.embedder.name  # type: ignore[attr-defined]
+    first.__exit__(None, None, None)
+
+    make_client(encoding={"passage_lead_words": 2})
+    recut = f"{name}#passages(lead=2,cap=12)"
+    assert _wait_for(lambda: _passage_model(paths, twin) == _passage_model(paths, kept) == recut)
+    assert (_row(paths, kept) or (0, 0, b""))[1] == 2
+    assert (_row(paths, twin) or (0, -1, b""))[1] == 0  # never searched: still none

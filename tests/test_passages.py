@@ -268,3 +268,14 @@ def test_passage_rows_name_their_recipe_unless_it_is_the_unnamed_one() -> None:
         ).fetchall()
     assert [r[0] for r in found] == ["m", "m#passages(lead=2,cap=12)"]
     assert [embedding_model(r) for r in rows] == ["m", "m", "m2", "m2", "m#other"]
+    # a model whose own name holds the mark: the SQL and the feed agree on it
+    odd = vector_models("a#passages(x)", 2, 12).passages
+    assert embedding_model(odd) == "a#passages(x)"
+    with sqlite3.connect(":memory:") as conn:
+        conn.execute("CREATE TABLE memory_passages (model TEXT)")
+        conn.executemany("INSERT INTO memory_passages VALUES (?)", [(odd,), ("a",)])
+        (hit,) = conn.execute(
+            f"SELECT model FROM memory_passages WHERE {PASSAGES_OF_MODEL}",
+            passages_of_model("a#passages(x)"),
+        ).fetchall()
+    assert hit == (odd,)

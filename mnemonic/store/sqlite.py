@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mnemonic.jsonsafe import dumps_stored, loads_stored
@@ -186,8 +186,9 @@ class _VectorMaintenance:
         def work(conn: sqlite3.Connection) -> None:
             current = _unchanged(conn, stale)
             for item, mine in zip(stale, passages, strict=True):
-                if item.seq in current:
-                    write_passages(conn, item.seq, models.passages, dim, mine)
+                if item.seq in current.seqs:
+                    searched = item.seq not in current.merged
+                    write_passages(conn, item.seq, models.passages, dim, _or_none(mine, searched))
 
         await self.db.run_write(work)
 
@@ -205,8 +206,9 @@ class _VectorMaintenance:
         def work(conn: sqlite3.Connection) -> None:
             current = _unchanged(conn, stale)
             for item, vec, mine in zip(stale, vectors, passages, strict=True):
-                if item.seq in current:
-                    write_vectors(conn, item.seq, models, vec, mine)
+                if item.seq in current.seqs:
+                    searched = item.seq not in current.merged
+                    write_vectors(conn, item.seq, models, vec, _or_none(mine, searched))
 
         await self.db.run_write(work)
 
@@ -221,19 +223,35 @@ class StaleVector:
     whole_current: bool  # the whole vector is the model's: only passages lack
 
 
-def _unchanged(conn: sqlite3.Connection, stale: Sequence[StaleVector]) -> set[int]:
+@dataclass(slots=True)
+class _Unchanged:
+    """Seqs whose content is still the one embedded, and which of them are merged twins
+    (never searched: they keep a row of no passages, as the encoder writes them)."""
+
+    seqs: set[int] = field(default_factory=set)
+    merged: set[int] = field(default_factory=set)
+
+
+def _unchanged(conn: sqlite3.Connection, stale: Sequence[StaleVector]) -> _Unchanged:
     """The seqs of ``stale`` whose content hash is still the one read."""
     wanted = {item.seq: item.digest for item in stale}
-    out: set[int] = set()
+    out = _Unchanged()
     seqs = list(wanted)
     for start in range(0, len(seqs), 500):
         chunk = seqs[start : start + 500]
-        for seq, digest in conn.execute(
-            f"SELECT seq, content_hash FROM memories WHERE seq IN ({marks(chunk)})", chunk
+        for seq, digest, state in conn.execute(
+            f"SELECT seq, content_hash, state FROM memories WHERE seq IN ({marks(chunk)})",
+            chunk,
         ):
             if wanted.get(int(seq)) == digest:
-                out.add(int(seq))
+                out.seqs.add(int(seq))
+                if state == "merged":
+                    out.merged.add(int(seq))
     return out
+
+
+def _or_none(passages: Vectors, searched: bool) -> Vectors:
+    return passages if searched else passages[:0]
 
 
 class SQLiteStore(_VectorMaintenance):

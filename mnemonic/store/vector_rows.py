@@ -45,8 +45,8 @@ def vector_models(model: str, lead_words: int, cap: int) -> VectorModels:
 
 def embedding_model(passage_model: str) -> str:
     """The embedding model of a passage row, whatever its recipe."""
-    model, _mark, _recipe = passage_model.partition(_RECIPE)
-    return model
+    model, mark, _recipe = passage_model.rpartition(_RECIPE)
+    return model if mark else passage_model
 
 
 # SQL: a memory_passages row of any recipe of one model (``passages_of_model``)
