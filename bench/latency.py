@@ -10,7 +10,12 @@ Per size: cold start on the empty home; batch ingest (``POST /memories/batch?wai
 start); 300 single writes without ``wait`` spaced 10 ms apart (acknowledgement latency);
 300 ``/query`` calls, half filtered by project; the daemon's RSS from /proc.
 
-    python bench/latency.py [--sizes 10000,100000] [--million] [--json]
+    python bench/latency.py [--sizes 10000,100000] [--million] [--passages MEAN] [--json]
+
+``--passages MEAN`` gives each directly filled memory random passage vectors as well
+(Poisson with that mean, 2 to 12 when any; the benchmarks' turns average 2.2-2.7), so a
+store of the size has what the encoder would have written; without it the fill has whole
+vectors only, as before passages existed.
 
 Not a test: it prints a table (and the machine it ran on). Progress goes to stderr.
 """
@@ -673,6 +678,7 @@ async def fill_direct(
     max_minutes: float,
     pool: multiprocessing.pool.Pool,
     seed: int = CORPUS_SEED,
+    passages: float = 0.0,
 ) -> dict[str, Any]:
     """Insert ``n`` memories through SQLiteStore.accept/complete, one transaction each per
     5k rows: heuristic encoding (in ``pool``), FTS rows, random unit vectors and ``links``
@@ -690,6 +696,7 @@ async def fill_direct(
     statuses: Counter[str] = Counter()
     started = time.perf_counter()
     done = 0
+    passage_rows = 0
     try:
         # At most three chunks in flight, so an early stop never leaves a feeder thread
         # blocked on a full pipe (Pool.imap over a generator + terminate() deadlocks).
@@ -740,7 +747,16 @@ async def fill_direct(
                     raw.timestamp,
                     enc.salience,
                 )
-                outcomes.append(EmbeddedOutcome(pending, vector, links=tuple(new_links.values())))
+                mine = None
+                if passages > 0:
+                    count = min(12, int(vec_rng.poisson(passages)))
+                    count = 2 if count == 1 else count  # one sentence has no passages
+                    mine = vec_rng.standard_normal((count, MODEL_DIM), dtype=np.float32)
+                    mine /= np.linalg.norm(mine, axis=1, keepdims=True) if count else 1.0
+                    passage_rows += count
+                outcomes.append(
+                    EmbeddedOutcome(pending, vector, links=tuple(new_links.values()), passages=mine)
+                )
             await store.complete(outcomes, VectorModels(MODEL_NAME, MODEL_NAME), step)
             done += len(batch)
             rate = done / (time.perf_counter() - started)
@@ -755,7 +771,13 @@ async def fill_direct(
     finally:
         await db.close()
     seconds = time.perf_counter() - started
-    return {"seconds": seconds, "rate": n / seconds, "statuses": dict(statuses), "links": links}
+    return {
+        "seconds": seconds,
+        "rate": n / seconds,
+        "statuses": dict(statuses),
+        "links": links,
+        "passage_rows": passage_rows,
+    }
 
 
 def available_mb() -> float:
@@ -765,11 +787,15 @@ def available_mb() -> float:
     return 0.0
 
 
-def run_million(n: int, links: int, max_minutes: float, keep: bool) -> dict[str, Any]:
+def run_million(
+    n: int, links: int, max_minutes: float, keep: bool, passages: float = 0.0
+) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix=f"mnemonic-latency-{n}-"))
+    with_passages = f", passages {passages:g} per memory on average" if passages else ""
     row: dict[str, Any] = {
         "size": n,
-        "fill": f"direct through the store layer (random vectors, {links} links each)",
+        "fill": f"direct through the store layer (random vectors{with_passages},"
+        f" {links} links each)",
         "home": str(home),
         "load_avg_start": os.getloadavg(),
     }
@@ -782,7 +808,9 @@ def run_million(n: int, links: int, max_minutes: float, keep: bool) -> dict[str,
         # The pool forks before any thread exists (aiosqlite starts one per connection).
         pool = multiprocessing.get_context("fork").Pool(2)
         try:
-            row["direct_fill"] = asyncio.run(fill_direct(home, n, links, max_minutes, pool))
+            row["direct_fill"] = asyncio.run(
+                fill_direct(home, n, links, max_minutes, pool, passages=passages)
+            )
         finally:
             pool.close()  # not terminate(): the workers finish the chunks in flight and exit
             pool.join()
@@ -930,6 +958,9 @@ def main() -> None:
     parser.add_argument("--million-size", type=int, default=1_000_000, help=argparse.SUPPRESS)
     parser.add_argument("--million-links", type=int, default=6, help="links per filled memory")
     parser.add_argument("--million-max-minutes", type=float, default=15.0)
+    parser.add_argument(
+        "--passages", type=float, default=0.0, help="mean passage vectors per filled memory"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the MNEMONIC_HOME folders")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--save", type=Path, help="also write the JSON output to this file")
@@ -952,7 +983,11 @@ def main() -> None:
             try:
                 rows.append(
                     run_million(
-                        args.million_size, args.million_links, args.million_max_minutes, args.keep
+                        args.million_size,
+                        args.million_links,
+                        args.million_max_minutes,
+                        args.keep,
+                        args.passages,
                     )
                 )
             except TimeoutError as exc:
