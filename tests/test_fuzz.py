@@ -20,7 +20,9 @@ Left out, each for a reason that is a design decision rather than a bug:
   normalises to ``/``, a path that looks like it holds a secret: issue 9).
 * ``POST /api/v1/agents/{name}/run`` answers the documented 409 while a cycle of that agent
   is under way (the stateful phase starts one with ``wait=false`` and may ask again before
-  it ends: a clean-clone run failed so on ``metacognition``), so 409 counts as accepted;
+  it ends: a clean-clone run failed so on ``metacognition``), so 409 counts as accepted,
+  in the fuzzing and coverage phases too (their settings outrank the operation's: a
+  clean-clone run failed so again in session 16);
 * ``POST /api/v1/token/rotate``: this daemon's token comes from ``MNEMONIC_TOKEN``, so every
   rotation is the documented 409 (rotating would lock the CLI out), which the fuzzer's
   positive-data check counts as a rejection whatever the config says for its fuzzing phase;
@@ -69,6 +71,13 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404",
 include-path = "/api/v1/agents/{name}/run"
 include-method = "POST"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409", "422"]
+# the fuzzing phase's own checks outrank an operation's (``--checks all``): say it there too
+phases.fuzzing.checks.positive_data_acceptance.expected-statuses = [
+    "2xx", "401", "403", "404", "409", "422"
+]
+phases.coverage.checks.positive_data_acceptance.expected-statuses = [
+    "2xx", "401", "403", "404", "409", "422"
+]
 """
 
 
