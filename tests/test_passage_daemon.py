@@ -56,6 +56,13 @@ def _seq(paths: Paths, memory_id: str) -> int:
     return int(seq)
 
 
+def _wait_for(check: Callable[[], bool], timeout_s: float = 60) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return check()
+
+
 def _everything(client: TestClient) -> BoolArray:
     index = client.daemon.index  # type: ignore[attr-defined]
     return index.columns.mask(Filters())  # type: ignore[no-any-return]
@@ -167,14 +174,10 @@ def test_a_store_without_passages_gets_them_in_the_background(
         conn.execute("DELETE FROM system_meta WHERE key = 'vectors_model'")
     assert _row(paths, story) is None
     second = make_client()
-    deadline = time.monotonic() + 60
-    while _row(paths, story) is None and time.monotonic() < deadline:
-        time.sleep(0.1)
+    _wait_for(lambda: _row(paths, story) is not None)
     assert (_row(paths, story) or (0, 0, b""))[1] == 3
     index = second.daemon.index  # type: ignore[attr-defined]
-    deadline = time.monotonic() + 10
-    while index.passages.memories < 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _wait_for(lambda: index.passages.memories >= 1, 10)
     assert len(index.passages.of(_seq(paths, story))) == 3
 
 
@@ -219,13 +222,6 @@ def _whole(paths: Paths, seq: int) -> bytes:
     with sqlite3.connect(paths.database) as conn:
         (blob,) = conn.execute("SELECT vector FROM memory_vectors WHERE seq = ?", (seq,)).fetchone()
     return bytes(blob)
-
-
-def _wait_for(check: Callable[[], bool], timeout_s: float = 60) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not check() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return check()
 
 
 def test_changed_passage_settings_recut_every_memory_at_the_next_start(

@@ -97,6 +97,8 @@ class EncodingAgent:
         self._index = index
         self._embedder = embedder
         self._cfg = cfg
+        # what the vector rows it writes record (the passages' recipe comes from cfg)
+        self._models = vector_models(embedder.name, cfg.passage_lead_words, cfg.passage_cap)
         self._clock = clock
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         # memory ids queued, in flight or waiting for a retry: the sweep skips them
@@ -295,10 +297,7 @@ class EncodingAgent:
             raise AttemptTimedOut(f"timed out after {self._cfg.batch_timeout_s:g} s") from exc
         # outside the deadline: a write abandoned half-way could finish unseen. The index
         # learns of the new vectors and links from the change feed once this commits.
-        models = vector_models(
-            self._embedder.name, self._cfg.passage_lead_words, self._cfg.passage_cap
-        )
-        await self._ingest.complete(outcomes, models, self._cfg.reinforce_step)
+        await self._ingest.complete(outcomes, self._models, self._cfg.reinforce_step)
         await self._announce(outcomes)
 
     async def _announce(self, outcomes: list[EmbeddedOutcome]) -> None:

@@ -128,6 +128,10 @@ class MemoryService:
         self._recaller = recaller
         self._browser = browser
         self._embedder = embedder
+        # what an amendment's vector rows record (the passages' recipe comes from cfg)
+        self._models = vector_models(
+            embedder.name, cfg.encoding.passage_lead_words, cfg.encoding.passage_cap
+        )
         self._publish = publish
         self._redact = redact
         self._clock = clock
@@ -321,13 +325,7 @@ class MemoryService:
             content_hash(text),
             enc,
             clean_reason,
-            (
-                vectors[0],
-                vector_models(
-                    self._embedder.name, encoding.passage_lead_words, encoding.passage_cap
-                ),
-                passages[0],
-            ),
+            (vectors[0], self._models, passages[0]),
         )
         if amended is None:
             raise NotFoundError("memory", memory_id)

@@ -8,8 +8,8 @@ picked (only reached by spreading, no word or meaning in common with the questio
 overtakes a relevant one that resembles the top hit. On LongMemEval that pushed answer
 sessions out of the top five (a turn about baptism, reached only by spreading, ranked
 fifth for "How many graduation ceremonies have I attended?"; numbers in BENCHMARKS.md,
-session 16). With the ratio, diversity still reorders candidates of
-similar relevance, and only them.
+session 16). With the ratio, diversity still reorders candidates of similar relevance,
+and only them.
 
 Near-identical memories (ten saved versions of one file, the same note stored twice) are
 not diversity's business alone: MMR only discounts them, so with a high relevance share
@@ -66,9 +66,9 @@ def mmr_order(
     ``max_sim`` the item's cosine to its closest pick (negative counts as 0).
 
     Relevance is normalised by the top score. Items with no vector count as dissimilar to
-    everything. Diversity reorders; only near copies of a
-    pick (see the module docstring; needs ``texts``) are dropped, so the list is shorter
-    than ``min(limit, len(ranked))`` only when nothing but copies is left.
+    everything. Diversity reorders; only near copies of a pick (see the module docstring;
+    needs ``texts``) are dropped, so the list is shorter than ``min(limit, len(ranked))``
+    only when nothing but copies is left.
     """
     want = min(limit, len(ranked))
     if want == 0:

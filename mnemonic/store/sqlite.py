@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from mnemonic.jsonsafe import dumps_stored, loads_stored
@@ -186,9 +186,9 @@ class _VectorMaintenance:
         def work(conn: sqlite3.Connection) -> None:
             current = _unchanged(conn, stale)
             for item, mine in zip(stale, passages, strict=True):
-                if item.seq in current.seqs:
-                    searched = item.seq not in current.merged
-                    write_passages(conn, item.seq, models.passages, dim, _or_none(mine, searched))
+                if item.seq in current:
+                    kept = _searched_passages(mine, merged=current[item.seq])
+                    write_passages(conn, item.seq, models.passages, dim, kept)
 
         await self.db.run_write(work)
 
@@ -206,9 +206,9 @@ class _VectorMaintenance:
         def work(conn: sqlite3.Connection) -> None:
             current = _unchanged(conn, stale)
             for item, vec, mine in zip(stale, vectors, passages, strict=True):
-                if item.seq in current.seqs:
-                    searched = item.seq not in current.merged
-                    write_vectors(conn, item.seq, models, vec, _or_none(mine, searched))
+                if item.seq in current:
+                    kept = _searched_passages(mine, merged=current[item.seq])
+                    write_vectors(conn, item.seq, models, vec, kept)
 
         await self.db.run_write(work)
 
@@ -223,19 +223,11 @@ class StaleVector:
     whole_current: bool  # the whole vector is the model's: only passages lack
 
 
-@dataclass(slots=True)
-class _Unchanged:
-    """Seqs whose content is still the one embedded, and which of them are merged twins
-    (never searched: they keep a row of no passages, as the encoder writes them)."""
-
-    seqs: set[int] = field(default_factory=set)
-    merged: set[int] = field(default_factory=set)
-
-
-def _unchanged(conn: sqlite3.Connection, stale: Sequence[StaleVector]) -> _Unchanged:
-    """The seqs of ``stale`` whose content hash is still the one read."""
+def _unchanged(conn: sqlite3.Connection, stale: Sequence[StaleVector]) -> dict[int, bool]:
+    """The seqs of ``stale`` whose content hash is still the one read, each with whether
+    it is a merged twin."""
     wanted = {item.seq: item.digest for item in stale}
-    out = _Unchanged()
+    out: dict[int, bool] = {}
     seqs = list(wanted)
     for start in range(0, len(seqs), 500):
         chunk = seqs[start : start + 500]
@@ -244,14 +236,13 @@ def _unchanged(conn: sqlite3.Connection, stale: Sequence[StaleVector]) -> _Uncha
             chunk,
         ):
             if wanted.get(int(seq)) == digest:
-                out.seqs.add(int(seq))
-                if state == "merged":
-                    out.merged.add(int(seq))
+                out[int(seq)] = state == "merged"
     return out
 
 
-def _or_none(passages: Vectors, searched: bool) -> Vectors:
-    return passages if searched else passages[:0]
+def _searched_passages(passages: Vectors, *, merged: bool) -> Vectors:
+    """A twin merged into another memory is never searched: it keeps a row of none."""
+    return passages[:0] if merged else passages
 
 
 class SQLiteStore(_VectorMaintenance):
@@ -746,8 +737,8 @@ def _complete_one(
 ) -> None:
     mem = outcome.memory
     passages = outcome.passages
-    if passages is not None and outcome.merged_into_seq is not None:
-        passages = passages[:0]  # a twin merged into another is never searched: none
+    if passages is not None:
+        passages = _searched_passages(passages, merged=outcome.merged_into_seq is not None)
     write_vectors(conn, mem.seq, models, outcome.vector, passages)
     if outcome.merged_into_seq is not None:
         target = conn.execute(
