@@ -679,6 +679,21 @@ class Daemon:
         self.checkpoints.built()
         if self.index.ready:
             await self.pattern_refresher.refresh()
+        if self.index.damaged:
+            await self._repair_vectors(self.index.damaged)
+
+    async def _repair_vectors(self, damaged: int) -> None:
+        """Embed again the memories whose stored vector rows a build left out as damaged
+        (a blob whose size disagrees with its row, e.g. a page damaged on disk): the
+        re-embedding counts them as stale (store/sqlite.py ``_STALE``), and the index
+        takes the new rows from the change feed. The recorded recipe is cleared first, so
+        a stop before the repair ends leaves the next start to finish it."""
+        log.warning(
+            "%d stored vector rows are damaged and left out of recall: embedding them again",
+            damaged,
+        )
+        await self._forget_vectors_recipe()
+        await self._reembed()
 
     def _rebuild_index(self) -> None:
         if self._index_task is not None and not self._index_task.done():

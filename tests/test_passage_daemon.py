@@ -325,3 +325,66 @@ def test_a_recut_leaves_merged_twins_without_passages(
     assert _wait_for(lambda: _passage_model(paths, twin) == _passage_model(paths, kept) == recut)
     assert (_row(paths, kept) or (0, 0, b""))[1] == 2
     assert (_row(paths, twin) or (0, -1, b""))[1] == 0  # never searched: still none
+
+
+def test_damaged_vector_rows_are_left_out_then_embedded_again(
+    make_client: Callable[..., TestClient], paths: Paths, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = make_client()
+    story = _remember(first, STORY)
+    other = _remember(first, OTHERS[0])
+    seq, other_seq = _seq(paths, story), _seq(paths, other)
+    whole, (_, count, passages) = _whole(paths, other_seq), _row(paths, story) or (0, 0, b"")
+    first.__exit__(None, None, None)
+    # a page damaged on disk: one whole vector and one passage row cut short, and no
+    # checkpoint, so the next start reads every row from SQLite
+    with sqlite3.connect(paths.database) as conn:
+        conn.execute("UPDATE memory_vectors SET vector = ? WHERE seq = ?", (whole[:100], other_seq))
+        conn.execute("UPDATE memory_passages SET vectors = ? WHERE seq = ?", (passages[:7], seq))
+    shutil.rmtree(paths.data_dir / "recall-index")
+
+    second = make_client()
+    index = second.daemon.index  # type: ignore[attr-defined]
+    assert index.built_from == "sqlite"
+    assert index.damaged == 2  # left out, not a failed build
+    health = second.get("/api/v1/health").json()
+    assert health["recall_index"]["damaged"] == 2
+    assert any("2 stored vector rows are damaged" in r.getMessage() for r in caplog.records)
+    # the repair writes both rows again, equal to a fresh embedding of their texts
+    assert _wait_for(lambda: len(_whole(paths, other_seq)) == 384 * 4)
+    assert _wait_for(lambda: len((_row(paths, story) or (0, 0, b""))[2]) == count * 384 * 2)
+    assert np.allclose(
+        np.frombuffer(_whole(paths, other_seq), dtype=np.float32),
+        np.frombuffer(whole, dtype=np.float32),
+        atol=1e-5,
+    )
+    assert np.allclose(
+        decode(_row(paths, story)[2], count, 384),  # type: ignore[index]
+        decode(passages, count, 384),
+        atol=2e-3,
+    )
+    # and the index takes them from the change feed
+    assert _wait_for(lambda: other_seq in index.vectors and len(index.passages.of(seq)) == count)
+    second.portal.call(assert_index_matches_database, second.daemon, ["dinosaur"])  # type: ignore[attr-defined]
+
+
+def test_damaged_rows_in_the_log_since_a_checkpoint_are_left_out_then_repaired(
+    make_client: Callable[..., TestClient], paths: Paths
+) -> None:
+    first = make_client()
+    story = _remember(first, STORY)
+    seq = _seq(paths, story)
+    whole, (_, count, passages) = _whole(paths, seq), _row(paths, story) or (0, 0, b"")
+    first.__exit__(None, None, None)  # a clean stop saves the checkpoint
+    with sqlite3.connect(paths.database) as conn:  # the durable log notes both rows
+        conn.execute("UPDATE memory_vectors SET vector = x'00' WHERE seq = ?", (seq,))
+        conn.execute("UPDATE memory_passages SET vectors = x'0000' WHERE seq = ?", (seq,))
+    second = make_client()
+    index = second.daemon.index  # type: ignore[attr-defined]
+    assert index.built_from == "snapshot"  # the replay read them: no failed load
+    assert index.damaged == 2
+    assert _wait_for(lambda: _whole(paths, seq) == whole)
+    assert _wait_for(lambda: len((_row(paths, story) or (0, 0, b""))[2]) == len(passages))
+    assert _wait_for(lambda: seq in index.vectors and len(index.passages.of(seq)) == count)
+    answer = second.post("/api/v1/query", json={"query": QUESTION, "limit": 3})
+    assert answer.json()["results"][0]["memory"]["id"] == story

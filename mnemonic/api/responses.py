@@ -237,6 +237,11 @@ class RecallIndexHealth(_Out):
     replayed: Count = Field(
         0, description="Logged changes replayed onto the checkpoint at the latest load."
     )
+    damaged: Count = Field(
+        0,
+        description="Stored vector rows the latest build from SQLite left out because their"
+        " size disagrees with their row; they are embedded again in the background.",
+    )
     checkpoint: CheckpointHealth | None = Field(
         None, description="The background checkpoints of the index (index/checkpoints.py)."
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mnemonic.encoding.passages import embed_passages, embed_with_passages
 from mnemonic.llm.embedding import EmbeddingProvider
@@ -20,9 +20,13 @@ log = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class ReembedProgress:
+    """One store's re-embedding: how far it is, and the lock that keeps two runs (the
+    start-up one and a repair of damaged rows, daemon.py) from embedding the same rows."""
+
     total: int = 0
     done: int = 0
     running: bool = False
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 async def reembed(
@@ -36,8 +40,22 @@ async def reembed(
 ) -> None:
     """Embed every memory lacking a whole vector of ``embedder``'s model or passages of
     the current recipe: after a model change, a change of the passage settings, and once
-    after the upgrade that added passages (0009)."""
+    after the upgrade that added passages (0009); rows stored damaged too. A run started
+    while another is under way waits for it, then finds what is left (usually nothing)."""
+    async with progress.lock:
+        await _reembed(store, embedder, progress, batch, passage_lead_words, passage_cap)
+
+
+async def _reembed(
+    store: SQLiteStore,
+    embedder: EmbeddingProvider,
+    progress: ReembedProgress,
+    batch: int,
+    passage_lead_words: int,
+    passage_cap: int,
+) -> None:
     models = vector_models(embedder.name, passage_lead_words, passage_cap)
+    progress.done = 0
     progress.total = await store.count_stale_vectors(models)
     progress.running = progress.total > 0
     if progress.running:

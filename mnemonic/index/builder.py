@@ -20,7 +20,7 @@ from mnemonic.index.fulltext import Analyzed, FullTextIndex, analyze
 from mnemonic.index.graph import RELATION_CODES, AssociationGraph
 from mnemonic.index.passages import PassageVectors
 from mnemonic.index.vectors import AdaptiveVectors
-from mnemonic.store.vector_rows import PASSAGES_OF_MODEL, decode, passages_of_model
+from mnemonic.store.vector_rows import PASSAGES_OF_MODEL, decode, passages_of_model, whole_intact
 
 CHUNK = 8192
 
@@ -32,6 +32,7 @@ class Built:
     vectors: AdaptiveVectors
     graph: AssociationGraph
     passages: PassageVectors
+    damaged: int = 0  # vector rows left out: their blob's size disagrees with the row
 
 
 class BuildStopped(Exception):
@@ -61,14 +62,19 @@ def read_everything(
     conn.execute("BEGIN")  # one snapshot: later commits reach the index as deltas
     try:
         columns = _columns(conn, chunk, stop)
-        vectors = _vectors(conn, model, dim, exact_max, chunk, stop)
-        passages = _passages(conn, model, dim, exact_max, chunk, stop)
+        vectors, damaged_whole = _vectors(conn, model, dim, exact_max, chunk, stop)
+        passages, damaged_passages = _passages(conn, model, dim, exact_max, chunk, stop)
         graph = _graph(conn, chunk, stop)
         fulltext = FullTextIndex.build(_documents(conn, chunk, stop))
     finally:
         conn.execute("COMMIT")
     return Built(
-        columns=columns, fulltext=fulltext, vectors=vectors, graph=graph, passages=passages
+        columns=columns,
+        fulltext=fulltext,
+        vectors=vectors,
+        graph=graph,
+        passages=passages,
+        damaged=damaged_whole + damaged_passages,
     )
 
 
@@ -89,9 +95,10 @@ def _vectors(
     exact_max: int,
     chunk: int,
     stop: threading.Event | None,
-) -> AdaptiveVectors:
+) -> tuple[AdaptiveVectors, int]:
     """Exact: one preallocated matrix. Past ``exact_max``: straight into the HNSW index a
-    chunk at a time, so a million float32 vectors (1.5 GB) are never in memory at once."""
+    chunk at a time, so a million float32 vectors (1.5 GB) are never in memory at once.
+    Also returns how many rows were left out as damaged (``whole_intact``)."""
     (count,) = conn.execute(
         "SELECT count(*) FROM memory_vectors WHERE model = ? AND dim = ?", (model, dim)
     ).fetchone()
@@ -103,12 +110,17 @@ def _vectors(
         from mnemonic.index.hnsw import HnswVectors  # usearch only at scale
 
         hnsw = HnswVectors(dim)
-        for rows in _batches(cursor, max(chunk, 1024), stop):
+        damaged = 0
+        for batch in _batches(cursor, max(chunk, 1024), stop):
+            rows = [r for r in batch if whole_intact(r[1], dim)]
+            damaged += len(batch) - len(rows)
+            if not rows:
+                continue
             seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             block = np.vstack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
             hnsw.set(seqs, block)
         vectors.adopt(hnsw)
-        return vectors
+        return vectors, damaged
     # Rows are placed at their seq in a matrix with headroom, which the index adopts as
     # is: no second copy at start, and the next writes do not grow (copy) it on the event
     # loop. np.zeros maps untouched rows lazily, so the headroom costs no memory until used.
@@ -118,7 +130,7 @@ def _vectors(
     ).fetchone()
     matrix = np.zeros((int(top) + int(top) // 4 + 1024, dim), dtype=np.float32)
     seqs = np.empty(count, dtype=np.int64)
-    filled = 0
+    filled = damaged = 0
     cursor = conn.execute(
         "SELECT seq, vector FROM memory_vectors WHERE model = ? AND dim = ? ORDER BY seq",
         (model, dim),
@@ -127,11 +139,14 @@ def _vectors(
         for seq, blob in rows:
             if filled == count:  # cannot happen inside one snapshot; guard anyway
                 break
+            if not whole_intact(blob, dim):
+                damaged += 1
+                continue
             seqs[filled] = seq
             matrix[seq] = np.frombuffer(blob, dtype=np.float32)
             filled += 1
     vectors.load_placed(matrix, seqs[:filled])
-    return vectors
+    return vectors, damaged
 
 
 def _passages(
@@ -141,8 +156,9 @@ def _passages(
     exact_max: int,
     chunk: int,
     stop: threading.Event | None,
-) -> PassageVectors:
-    """Every memory's passage rows, in one matrix (rows of a memory adjacent)."""
+) -> tuple[PassageVectors, int]:
+    """Every memory's passage rows, in one matrix (rows of a memory adjacent), and how
+    many memories' rows were left out as damaged (``decode``)."""
     (rows,) = conn.execute(
         "SELECT coalesce(sum(count), 0) FROM memory_passages"
         f" WHERE {PASSAGES_OF_MODEL} AND dim = ?",
@@ -151,7 +167,7 @@ def _passages(
     # headroom, as for the whole vectors: untouched zero rows cost no memory until used
     matrix = np.zeros((int(rows) + int(rows) // 4 + 1024, dim), dtype=np.float32)
     owners = np.empty(int(rows), dtype=np.int64)
-    filled = 0
+    filled = damaged = 0
     cursor = conn.execute(
         "SELECT seq, count, vectors FROM memory_passages"
         f" WHERE {PASSAGES_OF_MODEL} AND dim = ? AND count > 0 ORDER BY seq",
@@ -160,6 +176,9 @@ def _passages(
     for batch in _batches(cursor, chunk, stop):
         for seq, count, blob in batch:
             mine = decode(blob, int(count), dim)
+            if not len(mine):
+                damaged += 1
+                continue
             end = filled + len(mine)
             if end > len(owners):  # cannot happen inside one snapshot; guard anyway
                 break
@@ -168,7 +187,7 @@ def _passages(
             filled = end
     passages = PassageVectors(dim, exact_max=exact_max)
     passages.load(owners[:filled], matrix)
-    return passages
+    return passages, damaged
 
 
 def _graph(conn: sqlite3.Connection, chunk: int, stop: threading.Event | None) -> AssociationGraph:

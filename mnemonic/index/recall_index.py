@@ -86,6 +86,7 @@ class RecallIndex:
         self.builds = 0
         self.built_from: Literal["sqlite", "snapshot"] | None = None
         self.replayed = 0  # log keys replayed onto the snapshot at the last load
+        self.damaged = 0  # vector rows the last build or replay left out (builder.py)
         self.forgot_since_build = False  # a purge: an HNSW index holds its vectors' bytes
         self.last_error: str | None = None
         self.last_change = 0.0  # time.monotonic() of the last change applied
@@ -306,6 +307,7 @@ class RecallIndex:
             built.graph,
         )
         self.supersessions = supersessions
+        self.damaged = built.damaged + (0 if replay is None else replay.damaged)
         pending, self._pending = self._pending, None
         self.state = "ready"
         # the log's changes since the checkpoint first, then the writes queued meanwhile
@@ -425,6 +427,7 @@ class RecallIndex:
             "build_seconds": None if self.build_seconds is None else round(self.build_seconds, 3),
             "built_from": self.built_from,
             "replayed": self.replayed,
+            "damaged": self.damaged,
             "builds": self.builds,
             "last_error": self.last_error,
             "supersessions": len(self.supersessions),

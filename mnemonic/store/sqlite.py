@@ -36,7 +36,13 @@ from mnemonic.store.models import (
     Source,
 )
 from mnemonic.store.sql_lists import marks
-from mnemonic.store.vector_rows import VectorModels, write_passages, write_vectors
+from mnemonic.store.vector_rows import (
+    DAMAGED_PASSAGES,
+    DAMAGED_WHOLE,
+    VectorModels,
+    write_passages,
+    write_vectors,
+)
 from mnemonic.timeutil import from_db, new_id, to_db, utcnow, when_text
 
 
@@ -141,11 +147,12 @@ _STALE = (
     " FROM memories m LEFT JOIN memory_vectors v ON v.seq = m.seq"
     " LEFT JOIN memory_passages p ON p.seq = m.seq"
     " WHERE m.embedded = 1 AND (v.model IS NULL OR v.model <> ? OR p.model IS NULL"
-    " OR p.model <> ?)"
+    f" OR p.model <> ? OR {DAMAGED_WHOLE} OR {DAMAGED_PASSAGES})"
 )
-"""Embedded memories lacking a vector of the model or passages of its recipe: after a
-model change, a change of passage settings, and once after migration 0009 (passages
-backfilled in the background)."""
+"""Embedded memories lacking a vector of the model or passages of its recipe (after a
+model change, a change of passage settings, and once after migration 0009: passages
+backfilled in the background), or whose rows are damaged (the size of a blob disagrees
+with its row: the index skips them, ``index/builder.py``)."""
 
 
 class _VectorMaintenance:
@@ -165,7 +172,8 @@ class _VectorMaintenance:
 
         def work(conn: sqlite3.Connection) -> list[StaleVector]:
             rows = conn.execute(
-                f"SELECT m.seq, m.content, m.content_hash, coalesce(v.model = ?, 0){_STALE}"
+                "SELECT m.seq, m.content, m.content_hash,"
+                f" coalesce(v.model = ? AND NOT ({DAMAGED_WHOLE}), 0){_STALE}"
                 " ORDER BY m.seq LIMIT ?",
                 (models.whole, models.whole, models.passages, limit),
             ).fetchall()

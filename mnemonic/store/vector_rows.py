@@ -86,6 +86,18 @@ def passage_row(seq: int, model: str, dim: int, vectors: F32) -> tuple[int, str,
     return (seq, model, dim, len(matrix), np.ascontiguousarray(matrix, np.float16).tobytes())
 
 
+# SQL: a row whose blob is not the size its dim (and count) say, e.g. a page damaged on
+# disk. Such a row is never searched (``whole_intact``, ``decode``) and counts as stale, so
+# the re-embedding writes it again (store/sqlite.py ``_STALE``).
+DAMAGED_WHOLE = "length(v.vector) <> v.dim * 4"
+DAMAGED_PASSAGES = "length(p.vectors) <> p.count * p.dim * 2"
+
+
+def whole_intact(blob: bytes, dim: int) -> bool:
+    """Whether a stored whole vector is ``dim`` float32 values."""
+    return len(blob) == dim * 4
+
+
 def decode(blob: bytes, count: int, dim: int) -> F32:
     """The [count, dim] float32 unit vectors of a stored passage row; a row whose size
     does not match its count and dim (damage) decodes to none rather than wrong vectors."""
