@@ -455,3 +455,24 @@ def test_purging_a_source_also_purges_the_gist_that_quotes_it(
         assert left == [OTHER[1][1]] and hits == 0
 
     with_database(path, scenario)
+
+
+def test_a_damaged_first_vector_does_not_hide_the_others(
+    tmp_path: Path, embedder: OnnxEmbedder
+) -> None:
+    """The vectors consolidation compares take the size most rows have: a first row cut
+    short (a page damaged on disk) is left out, not the rows after it."""
+    path = tmp_path / "m.db"
+    clock = Clock()
+
+    async def scenario(db: Database) -> tuple[list[int], int]:
+        await _write(db, embedder, TWINS, clock.now)
+        with sqlite3.connect(path) as conn:
+            first = conn.execute("SELECT min(seq) FROM memory_vectors").fetchone()[0]
+            conn.execute("UPDATE memory_vectors SET vector = x'0000803f' WHERE seq = ?", (first,))
+        seqs, matrix = await SQLiteConsolidation(db).vectors("alpha", 0, 100)
+        return [int(s) for s in seqs], int(matrix.shape[1])
+
+    seqs, dim = with_database(path, scenario)
+    assert dim == 384
+    assert len(seqs) == len(TWINS) - 1

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -378,8 +379,11 @@ def _rows(rows: list[Any]) -> Rows:
 def _matrix(rows: list[Any]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-    dim = len(rows[0][1]) // 4
-    kept = [r for r in rows if len(r[1]) == dim * 4]
+    # the size most rows have: a first row of another dimension, or a damaged one, must
+    # not decide (store/vector_rows.py ``whole_intact``)
+    size = Counter(len(r[1]) for r in rows).most_common(1)[0][0]
+    dim = size // 4
+    kept = [r for r in rows if len(r[1]) == size and size % 4 == 0]
     seqs = np.fromiter((r[0] for r in kept), dtype=np.int64, count=len(kept))
     mat = np.frombuffer(b"".join(r[1] for r in kept), dtype=np.float32).reshape(len(kept), dim)
     return seqs, mat
