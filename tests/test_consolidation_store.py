@@ -6,26 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.store import Clock, with_database
+from support.store import Clock, with_database, write_embedded
 
 from mnemonic.agents.consolidation import ConsolidationAgent
 from mnemonic.config import ConsolidationConfig
-from mnemonic.encoding.heuristic import encode
-from mnemonic.encoding.text import content_hash
 from mnemonic.events.types import ConsolidationCompleted, Event, MemoryStateChanged
 from mnemonic.llm.embedding.onnx import OnnxEmbedder
-from mnemonic.store.base import EmbeddedOutcome
 from mnemonic.store.consolidation import NotAGist, SQLiteConsolidation
 from mnemonic.store.database import Database
-from mnemonic.store.models import NewRaw, Source
 from mnemonic.store.purge import SQLitePurger
-from mnemonic.store.sqlite import SQLiteStore
-from mnemonic.store.vector_rows import VectorModels
 from mnemonic.timeutil import to_db
 
 TWINS = [
@@ -43,22 +37,6 @@ OTHER = [
     ("alpha", "The nightly backup job copies the database to the S3 bucket."),
     ("alpha", "Decided to keep sessions in Redis because MySQL was too slow."),
 ]
-
-
-async def _write(
-    db: Database, embedder: OnnxEmbedder, items: list[tuple[str, str]], when: datetime
-) -> list[str]:
-    store = SQLiteStore(db)
-    batch = [
-        (NewRaw(text, Source.API, project, when), encode(text), content_hash(text))
-        for project, text in items
-    ]
-    accepted = await store.accept(batch, 0.05)
-    pending = await store.pending_for([a.memory_id for a in accepted])
-    vectors = embedder.embed([p.content for p in pending])
-    outcomes = [EmbeddedOutcome(p, v) for p, v in zip(pending, vectors, strict=True)]
-    await store.complete(outcomes, VectorModels(embedder.name, embedder.name), 0.05)
-    return [a.memory_id for a in accepted]
 
 
 def _snapshot(path: Path) -> dict[str, list[tuple[Any, ...]]]:
@@ -85,7 +63,7 @@ def test_a_cycle_decays_merges_and_is_idempotent(tmp_path: Path, embedder: OnnxE
     events: list[Event] = []
 
     async def scenario(db: Database) -> dict[str, Any]:
-        ids = await _write(db, embedder, TWINS + LOOKALIKES + OTHER, clock.now)
+        ids = await write_embedded(db, embedder, TWINS + LOOKALIKES + OTHER, clock.now)
         agent = _agent(db, clock, events)
         clock.now += timedelta(days=40)
         first = await agent.run_cycle("manual")
@@ -141,7 +119,7 @@ def test_merge_then_unmerge_restores_states_and_pointers(
     clock = Clock()
 
     async def scenario(db: Database) -> None:
-        await _write(db, embedder, TWINS[:2], clock.now)
+        await write_embedded(db, embedder, TWINS[:2], clock.now)
         conn = sqlite3.connect(path)
         conn.execute("UPDATE memories SET state = 'fading', salience = 0.25 WHERE seq = 1")
         conn.commit()
@@ -179,7 +157,7 @@ def test_no_memory_is_ever_deleted_over_many_cycles(tmp_path: Path, embedder: On
     clock = Clock()
 
     async def scenario(db: Database) -> None:
-        await _write(db, embedder, TWINS + LOOKALIKES + OTHER, clock.now)
+        await write_embedded(db, embedder, TWINS + LOOKALIKES + OTHER, clock.now)
         conn = sqlite3.connect(path)
         cols = "id, content, summary, type, project, raw_id, significance, utility, created_at"
         original = {r[0]: r for r in conn.execute(f"SELECT {cols} FROM memories")}
@@ -218,7 +196,7 @@ def test_weak_unused_old_links_are_pruned_structural_ones_kept(
     clock = Clock()
 
     async def scenario(db: Database) -> None:
-        await _write(db, embedder, OTHER, clock.now)
+        await write_embedded(db, embedder, OTHER, clock.now)
         conn = sqlite3.connect(path)
         conn.execute("DELETE FROM associations")
         old = (clock.now - timedelta(days=90)).isoformat(timespec="microseconds")
@@ -251,7 +229,7 @@ def test_a_purge_removes_the_merge_records(tmp_path: Path, embedder: OnnxEmbedde
     clock = Clock()
 
     async def scenario(db: Database) -> None:
-        ids = await _write(db, embedder, TWINS[:2], clock.now)
+        ids = await write_embedded(db, embedder, TWINS[:2], clock.now)
         await _agent(db, clock, []).run_cycle("manual")
         conn = sqlite3.connect(path)
         gist = conn.execute("SELECT merged_into FROM memories WHERE id = ?", (ids[0],))
@@ -270,7 +248,7 @@ def test_a_cycle_stops_at_its_budget_and_resumes(tmp_path: Path, embedder: OnnxE
     clock = Clock()
 
     async def scenario(db: Database) -> None:
-        await _write(db, embedder, LOOKALIKES + OTHER, clock.now)
+        await write_embedded(db, embedder, LOOKALIKES + OTHER, clock.now)
         agent = _agent(db, clock, [], max_changes=2, write_batch=1, merge_scan_per_cycle=0)
         clock.now += timedelta(days=40)
         first = await agent.run_cycle("manual")
@@ -305,7 +283,7 @@ def test_unmerge_and_history_routes(tmp_path: Path, embedder: OnnxEmbedder) -> N
     clock = Clock()
 
     async def scenario(db: Database) -> tuple[list[str], str]:
-        ids = await _write(db, embedder, TWINS[:2], clock.now)
+        ids = await write_embedded(db, embedder, TWINS[:2], clock.now)
         await _agent(db, clock, []).run_cycle("startup")
         conn = sqlite3.connect(path)
         gist = conn.execute("SELECT merged_into FROM memories WHERE id = ?", (ids[0],))
@@ -357,16 +335,18 @@ def test_a_gist_inherits_only_supersessions_that_keep_time_order(
     t0 = clock.now - timedelta(days=30)
 
     async def scenario(db: Database) -> list[str]:
-        older = await _write(db, embedder, [("alpha", "Lint runs in CI on every push.")], t0)
-        first = await _write(db, embedder, TWINS[:1], t0 + timedelta(days=1))
-        middle = await _write(
+        older = await write_embedded(
+            db, embedder, [("alpha", "Lint runs in CI on every push.")], t0
+        )
+        first = await write_embedded(db, embedder, TWINS[:1], t0 + timedelta(days=1))
+        middle = await write_embedded(
             db,
             embedder,
             [("alpha", "The release train leaves on Tuesdays.")],
             t0 + timedelta(days=2),
         )
-        second = await _write(db, embedder, TWINS[1:2], t0 + timedelta(days=3))
-        newest = await _write(
+        second = await write_embedded(db, embedder, TWINS[1:2], t0 + timedelta(days=3))
+        newest = await write_embedded(
             db,
             embedder,
             [("alpha", "Pushing to main now needs a green build.")],
@@ -416,7 +396,7 @@ def test_a_cycle_soon_after_a_full_pass_does_not_decay_again(
     clock = Clock()
 
     async def scenario(db: Database) -> None:
-        await _write(db, embedder, LOOKALIKES + OTHER, clock.now)
+        await write_embedded(db, embedder, LOOKALIKES + OTHER, clock.now)
         agent = _agent(db, clock, [], merge_scan_per_cycle=0, decay_min_interval_s=3600)
         clock.now += timedelta(days=40)
         assert (await agent.run_cycle("manual"))["decayed"] == 5
@@ -442,7 +422,7 @@ def test_purging_a_source_also_purges_the_gist_that_quotes_it(
     clock = Clock()
 
     async def scenario(db: Database) -> None:
-        ids = await _write(db, embedder, [*TWINS[:2], OTHER[1]], clock.now)
+        ids = await write_embedded(db, embedder, [*TWINS[:2], OTHER[1]], clock.now)
         await _agent(db, clock, []).run_cycle("manual")
         purged = await SQLitePurger(db).purge("id", [ids[0]])
         assert purged.counts.memories == 3  # the source, its gist, the gist's other source
@@ -466,7 +446,7 @@ def test_a_damaged_first_vector_does_not_hide_the_others(
     clock = Clock()
 
     async def scenario(db: Database) -> tuple[list[int], int]:
-        await _write(db, embedder, TWINS, clock.now)
+        await write_embedded(db, embedder, TWINS, clock.now)
         with sqlite3.connect(path) as conn:
             first = conn.execute("SELECT min(seq) FROM memory_vectors").fetchone()[0]
             conn.execute("UPDATE memory_vectors SET vector = x'0000803f' WHERE seq = ?", (first,))

@@ -28,6 +28,7 @@ import pytest
 from starlette.testclient import TestClient
 from support.daemon_proc import running
 from support.index_check import assert_index_matches_database
+from support.store import with_database, write_embedded
 
 from mnemonic.config import StorageConfig
 from mnemonic.index.builder import BuildStopped, read_everything
@@ -43,6 +44,7 @@ from mnemonic.index.snapshot import (
 from mnemonic.llm.embedding.onnx import OnnxEmbedder
 from mnemonic.paths import Paths
 from mnemonic.store.database import migrate
+from mnemonic.timeutil import utcnow
 
 TOPICS = [
     "the staging deploy failed because the postgres migration timed out",
@@ -748,3 +750,24 @@ def test_the_changed_edges_are_read_by_index_seeks_not_a_table_scan(tmp_path: Pa
         (40, 1, "similar", pytest.approx(40 / 97)),
     ]
     conn.close()
+
+
+def test_a_replay_that_outgrows_the_exact_index_moves_it_to_hnsw(
+    make_client: Callable[..., TestClient], paths: Paths, embedder: OnnxEmbedder
+) -> None:
+    """The changes replayed at a start are applied in a worker thread; the switch to HNSW
+    they call for must still start, without waiting for the next write."""
+    first = make_client(recall={"vector_exact_max": 10})
+    _fill(first, TOPICS[:8])
+    _stop(first)
+    more = [("alpha", text) for text in TOPICS[8:]]
+    with_database(paths.database, lambda db: write_embedded(db, embedder, more, utcnow()))
+    second = make_client(recall={"vector_exact_max": 10})
+    index = second.daemon.index  # type: ignore[attr-defined]
+    assert index.built_from == "snapshot" and index.replayed >= len(more)
+    deadline = time.monotonic() + 30
+    while not index.vectors.kind.startswith("usearch-hnsw") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert index.vectors.kind.startswith("usearch-hnsw")
+    assert len(index.vectors) == len(TOPICS)
+    _check(second)

@@ -65,6 +65,9 @@ class _Resync:
 RESYNC = _Resync()
 
 
+_INLINE_DELTAS = 32  # writes queued during a build applied on the loop as it ends
+
+
 class RecallIndex:
     """Everything recall reads per query, in memory (see the module docstring)."""
 
@@ -158,13 +161,21 @@ class RecallIndex:
             self.on_stale()
 
     def _apply(self, delta: IndexDelta) -> None:
+        self._change(delta)
+        self._after_change(forgot=bool(delta.gone))
+
+    def _change_all(self, deltas: list[IndexDelta]) -> None:
+        for delta in deltas:
+            self._change(delta)
+
+    def _change(self, delta: IndexDelta) -> None:
+        """The delta's changes to the parts. No event-loop call here: a build runs it in a
+        worker thread for the changes it catches up on (``_catch_up``)."""
         self.last_change = time.monotonic()
         if delta.rows:
             self.columns.upsert(delta.rows)
         if delta.gone:
             self.forgot_since_build = True
-            if self.on_forgot is not None:
-                self.on_forgot()
             self.columns.remove(delta.gone)
             for seq in delta.gone:
                 self.fulltext.apply(seq, None)
@@ -190,6 +201,12 @@ class RecallIndex:
             self.graph.upsert(source, target, RELATION_CODES[relation], strength)
             if relation == SUPERSEDES:
                 self.supersessions.add(source, target)
+
+    def _after_change(self, *, forgot: bool) -> None:
+        """On the event loop after changes: a purge's checkpoint deleted, and a switch to
+        HNSW or a compaction started when the parts have grown into one."""
+        if forgot and self.on_forgot is not None:
+            self.on_forgot()
         for what, vectors in (("vectors", self.vectors), ("passages", self.passages.vectors)):
             if what not in self._switching and vectors.needs_switch:
                 self._switching[what] = asyncio.get_running_loop().create_task(
@@ -308,10 +325,23 @@ class RecallIndex:
         )
         self.supersessions = supersessions
         self.damaged = built.damaged + (0 if replay is None else replay.damaged)
+        try:
+            failed, forgot = await self._catch_up(replay)
+        except BaseException:
+            self._pending = None
+            self.state = "stale"
+            raise
         pending, self._pending = self._pending, None
         self.state = "ready"
-        # the log's changes since the checkpoint first, then the writes queued meanwhile
-        for delta in ([] if replay is None else [replay]) + pending:
+        if failed is None:
+            self._after_change(forgot=forgot)
+        else:
+            if forgot and self.on_forgot is not None:
+                self.on_forgot()  # the checkpoint holds purged memories: it goes anyway
+            self.last_error = failed
+            self._go_stale("a change could not be applied")
+        # the last few writes queued meanwhile, on the loop
+        for delta in pending:
             self.apply(delta)
             if self.state != "ready":
                 break
@@ -329,6 +359,40 @@ class RecallIndex:
             self.graph.edge_count,
             self.replayed,
         )
+
+    async def _catch_up(self, replay: IndexDelta | None) -> tuple[str | None, bool]:
+        """Apply the log's changes since the checkpoint, then the writes queued during the
+        build, in a worker thread while they are many: a replay of thousands of changes is
+        seconds of work (6 s seen at 100k memories), which on the event loop would stall
+        every request. The index is not ready meanwhile, so nothing else reads the parts,
+        and new writes keep queueing; at most ``_INLINE_DELTAS`` are left for the loop, and
+        a resync note is always left to it. Returns why a change failed (or None) and
+        whether the changes purged memories."""
+        pending = self._pending
+        assert pending is not None
+        batch: list[IndexDelta] = [replay] if replay else []
+        forgot = False
+        while batch or len(pending) > _INLINE_DELTAS:
+            taken = list(pending)
+            resync = next((i for i, d in enumerate(taken) if isinstance(d, _Resync)), None)
+            if resync is not None:  # up to it here, the rest (and its rebuild) on the loop
+                pending[:] = taken[resync:]
+                taken = taken[:resync]
+            else:
+                pending.clear()
+            batch += [d for d in taken if isinstance(d, IndexDelta)]
+            if not batch:
+                break
+            forgot = forgot or any(d.gone for d in batch)
+            try:
+                await asyncio.to_thread(self._change_all, batch)
+            except Exception as exc:
+                log.exception("applying changes to the recall index failed; rebuilding it")
+                return f"apply: {type(exc).__name__}: {exc}", forgot
+            batch = []
+            if resync is not None:
+                break
+        return None, forgot
 
     async def _load_snapshot(
         self, read: Callable[[Callable[[sqlite3.Connection], Any]], Awaitable[Any]], folder: Path
