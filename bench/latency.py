@@ -447,6 +447,20 @@ def health(client: httpx.Client) -> dict[str, Any]:
     return dict(response.json())
 
 
+def loop_stalls(client: httpx.Client) -> dict[str, float]:
+    """The event-loop watchdog's counters since the daemon started (/metrics): stalls
+    of at least its threshold (0.25 s), and the longest."""
+    response = client.get("/metrics")
+    response.raise_for_status()
+    found = {"stalls": 0.0, "longest_s": 0.0}
+    for line in response.text.splitlines():
+        if line.startswith("mnemonic_event_loop_stalls_total"):
+            found["stalls"] = float(line.split()[-1])
+        elif line.startswith("mnemonic_event_loop_longest_stall_seconds"):
+            found["longest_s"] = float(line.split()[-1])
+    return found
+
+
 def wait_backlog(client: httpx.Client, below: int) -> None:
     """Poll /health until fewer than ``below`` memories wait for the encoder."""
     while health(client)["embedding"]["backlog"] >= below:
@@ -627,9 +641,12 @@ def measure_filled(home: Path, corpus_texts: set[str], row: dict[str, Any]) -> N
         row["rss_restart_mb"] = rss_mb(d.pid)[0]
         row.setdefault("code", []).append(d.code)
         row["index_ready_s"] = wait_index(d.client) + d.cold_s
+        row["start_stalls"] = loop_stalls(d.client)
         progress(
             f"  healthy in {d.cold_s:.1f} s, recall index settled after"
-            f" {row['index_ready_s']:.1f} s;"
+            f" {row['index_ready_s']:.1f} s (event loop meanwhile: "
+            f"{row['start_stalls']['stalls']:.0f} stalls, longest"
+            f" {row['start_stalls']['longest_s']:.2f} s);"
             f" {WRITES} single writes, 10 ms apart"
         )
         row["ack"] = write_ack(d.client)
@@ -955,6 +972,8 @@ def details(rows: list[dict[str, Any]]) -> str:
             f" RSS on the empty home {r['rss_empty_mb']:,.0f} MB;"
             f" recall index settled {r.get('index_ready_s', float('nan')):.1f} s after the restart"
             " (measured after it);"
+            f" event-loop stalls until then {r.get('start_stalls', {}).get('stalls', 0):.0f},"
+            f" longest {r.get('start_stalls', {}).get('longest_s', 0):.2f} s;"
             f" load average start/end {r['load_avg_start'][0]:.2f}/{r['load_avg_end'][0]:.2f}"
         )
         if "ingest" in r:
