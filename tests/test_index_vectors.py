@@ -443,3 +443,18 @@ def test_hnsw_save_open_round_trip(tmp_path: Path, view: bool) -> None:
     with pytest.raises(ValueError):
         (tmp_path / "junk").write_bytes(b"\0" * 64)
         HnswVectors.open(tmp_path / "junk")
+
+
+def test_make_room_leaves_a_quarter_of_headroom_for_later_writes() -> None:
+    """After a start's catch-up (in a worker thread) the exact index has room to grow, so
+    the next writes, on the event loop, do not copy the whole matrix."""
+    rng = np.random.default_rng(5)
+    index = ExactVectors(DIM, capacity=16)
+    index.set(np.arange(1000, dtype=np.int64), unit(rng, 1000))
+    index.make_room()
+    matrix = index._vecs
+    more = unit(rng, 250)
+    index.set(np.arange(1000, 1250, dtype=np.int64), more)  # a quarter more
+    assert index._vecs is matrix  # no copy
+    assert len(index) == 1250
+    assert index.search(more[-1], 1)[0][0] == 1249

@@ -167,6 +167,8 @@ class RecallIndex:
     def _change_all(self, deltas: list[IndexDelta]) -> None:
         for delta in deltas:
             self._change(delta)
+        self.vectors.make_room()  # here in the thread, not at the next write on the loop
+        self.passages.vectors.make_room()
 
     def _change(self, delta: IndexDelta) -> None:
         """The delta's changes to the parts. No event-loop call here: a build runs it in a
