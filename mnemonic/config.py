@@ -212,7 +212,7 @@ class EncodingConfig(_Section):
 
 
 RELATION_WEIGHTS: dict[str, float] = {
-    "similar": 0.5,
+    "similar": 0.6,
     "temporal": 1.0,
     "reinforces": 0.5,
     "contradicts": 0.3,
