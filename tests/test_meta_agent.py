@@ -13,14 +13,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from support.store import Clock
+from support.store import Clock, write_embedded
 
 from mnemonic.agents.metacognition import MetacognitionAgent, recaller_probe
 from mnemonic.api.meta_routes import MetaObservationOut
 from mnemonic.cognition.metacognition import KINDS
 from mnemonic.config import MetacognitionConfig, RecallConfig, StorageConfig
-from mnemonic.encoding.heuristic import encode
-from mnemonic.encoding.text import content_hash
 from mnemonic.events.types import Event, MetaObservation
 from mnemonic.index.recall_index import RecallIndex
 from mnemonic.llm.embedding.onnx import OnnxEmbedder
@@ -28,12 +26,11 @@ from mnemonic.recall.pipeline import Recaller
 from mnemonic.runtime.agent_runs import AlreadyRunning, RunRecord, Schedule, ScheduledAgent
 from mnemonic.runtime.clock import FakeClock
 from mnemonic.store.agent_runs import SQLiteRunLog
-from mnemonic.store.base import EmbeddedOutcome, QueryRecord
+from mnemonic.store.base import QueryRecord
 from mnemonic.store.database import Database
 from mnemonic.store.meta import SQLiteMeta, database_bytes
-from mnemonic.store.models import NewRaw, Quality, Source
+from mnemonic.store.models import Quality
 from mnemonic.store.sqlite import SQLiteStore
-from mnemonic.store.vector_rows import VectorModels
 from mnemonic.timeutil import new_id, utcnow
 
 T = TypeVar("T")
@@ -76,7 +73,7 @@ def _run(path: Path, embedder: OnnxEmbedder, fn: Callable[[World], Awaitable[T]]
         store = SQLiteStore(db)
         recaller = Recaller(store, store, store, index, embedder, RecallConfig())
         try:
-            ids = await _write(store, embedder, NOTES)
+            ids = await write_embedded(db, embedder, [("alpha", t) for t in NOTES], utcnow())
             await index.build(db.run_read)
             world = World(db, store, SQLiteMeta(db), recaller, ids, path)
             return await fn(world)
@@ -85,19 +82,6 @@ def _run(path: Path, embedder: OnnxEmbedder, fn: Callable[[World], Awaitable[T]]
             await db.close()
 
     return asyncio.run(main())
-
-
-async def _write(store: SQLiteStore, embedder: OnnxEmbedder, texts: list[str]) -> list[str]:
-    batch = [
-        (NewRaw(text, Source.API, "alpha", utcnow()), encode(text), content_hash(text))
-        for text in texts
-    ]
-    accepted = await store.accept(batch, 0.05)
-    pending = await store.pending_for([a.memory_id for a in accepted])
-    vectors = embedder.embed([p.content for p in pending])
-    outcomes = [EmbeddedOutcome(p, v) for p, v in zip(pending, vectors, strict=True)]
-    await store.complete(outcomes, VectorModels(embedder.name, embedder.name), 0.05)
-    return [a.memory_id for a in accepted]
 
 
 def _agent(w: World, clock: Clock, **cfg: Any) -> MetacognitionAgent:
