@@ -66,6 +66,7 @@ RESYNC = _Resync()
 
 
 _INLINE_DELTAS = 32  # writes queued during a build applied on the loop as it ends
+_CATCH_UP_ROUNDS = 8  # worker-thread rounds of catching up before the loop takes the rest
 
 
 class RecallIndex:
@@ -374,7 +375,10 @@ class RecallIndex:
         assert pending is not None
         batch: list[IndexDelta] = [replay] if replay else []
         forgot = False
-        while batch or len(pending) > _INLINE_DELTAS:
+        rounds = 0
+        # bounded: under writes faster than the thread applies them the loop takes the rest
+        while (batch or len(pending) > _INLINE_DELTAS) and rounds < _CATCH_UP_ROUNDS:
+            rounds += 1
             taken = list(pending)
             resync = next((i for i, d in enumerate(taken) if isinstance(d, _Resync)), None)
             if resync is not None:  # up to it here, the rest (and its rebuild) on the loop
