@@ -21,8 +21,9 @@ Left out, each for a reason that is a design decision rather than a bug:
 * ``POST /api/v1/agents/{name}/run`` answers the documented 409 while a cycle of that agent
   is under way (the stateful phase starts one with ``wait=false`` and may ask again before
   it ends: a clean-clone run failed so on ``metacognition``), so 409 counts as accepted,
-  in the fuzzing and coverage phases too (their settings outrank the operation's: a
-  clean-clone run failed so again in session 16);
+  in the fuzzing, coverage and stateful phases too (their settings outrank the
+  operation's: clean-clone runs failed so again in the fuzzing phase in session 16, and
+  in the stateful phase, on ``episoding``, in session 17);
 * ``POST /api/v1/token/rotate``: this daemon's token comes from ``MNEMONIC_TOKEN``, so every
   rotation is the documented 409 (rotating would lock the CLI out), which the fuzzer's
   positive-data check counts as a rejection whatever the config says for its fuzzing phase;
@@ -76,6 +77,9 @@ phases.fuzzing.checks.positive_data_acceptance.expected-statuses = [
     "2xx", "401", "403", "404", "409", "422"
 ]
 phases.coverage.checks.positive_data_acceptance.expected-statuses = [
+    "2xx", "401", "403", "404", "409", "422"
+]
+phases.stateful.checks.positive_data_acceptance.expected-statuses = [
     "2xx", "401", "403", "404", "409", "422"
 ]
 """
