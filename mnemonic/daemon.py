@@ -220,6 +220,17 @@ def _log_index_failure(task: asyncio.Task[None]) -> None:
         log.error("building the recall index failed", exc_info=task.exception())
 
 
+def _log_repair_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("embedding damaged vector rows again failed", exc_info=task.exception())
+
+
+async def _cancel(task: asyncio.Task[None] | None) -> None:
+    if task is not None and not task.done():
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
 async def _trim_heap() -> bool:
     """In a worker thread: a trim walks the heap for a few milliseconds."""
     return await asyncio.to_thread(trim_heap)
@@ -227,6 +238,9 @@ async def _trim_heap() -> bool:
 
 class Daemon:
     """Builds everything in ``start`` and tears it down in reverse in ``stop``."""
+
+    _index_task: asyncio.Task[None] | None
+    _repair_task: asyncio.Task[None] | None  # re-embedding rows a build found damaged
 
     def __init__(
         self,
@@ -283,7 +297,7 @@ class Daemon:
             episodes=self.episodes,
         )
         self.recaller = recaller
-        self._index_task: asyncio.Task[None] | None = None
+        self._index_task = self._repair_task = None
         self.projects = ProjectResolver(cfg.perception.projects)
         self.service = MemoryService(
             cfg=cfg,
@@ -679,8 +693,15 @@ class Daemon:
         self.checkpoints.built()
         if self.index.ready:
             await self.pattern_refresher.refresh()
-        if self.index.damaged:
-            await self._repair_vectors(self.index.damaged)
+        repairing = self._repair_task is not None and not self._repair_task.done()
+        if self.index.damaged and not repairing:
+            # a task of its own: start-up waits for the index task on a small store, and a
+            # rebuild waits for it to end; neither should wait for an embedding run
+            task = asyncio.get_running_loop().create_task(
+                self._repair_vectors(self.index.damaged), name="mnemonic:vector-repair"
+            )
+            task.add_done_callback(_log_repair_failure)
+            self._repair_task = task
 
     async def _repair_vectors(self, damaged: int) -> None:
         """Embed again the memories whose stored vector rows a build left out as damaged
@@ -732,9 +753,8 @@ class Daemon:
         await self.agents.cancel_background()  # cycles started on demand or by the reactor
         await self.exclusions.drain()
         await self.bus.close()
-        if self._index_task is not None and not self._index_task.done():
-            self._index_task.cancel()
-            await asyncio.gather(self._index_task, return_exceptions=True)
+        await _cancel(self._index_task)
+        await _cancel(self._repair_task)
         await self.checkpoints.at_stop()
         self.recaller.close()
         await self.completer.aclose()
