@@ -35,6 +35,7 @@ from mnemonic.store.database import Database
 from mnemonic.store.models import Encoded, NewRaw, RawStatus
 from mnemonic.store.sql_lists import marks
 from mnemonic.store.sqlite import accept_one
+from mnemonic.store.vector_rows import whole_intact
 from mnemonic.timeutil import from_db, to_db
 
 DECAY_META = "consolidation.decay_watermarks"
@@ -379,11 +380,10 @@ def _rows(rows: list[Any]) -> Rows:
 def _matrix(rows: list[Any]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-    # the size most rows have: a first row of another dimension, or a damaged one, must
-    # not decide (store/vector_rows.py ``whole_intact``)
-    size = Counter(len(r[1]) for r in rows).most_common(1)[0][0]
-    dim = size // 4
-    kept = [r for r in rows if len(r[1]) == size and size % 4 == 0]
+    # the dimension most rows have: a first row of another dimension, or a damaged one,
+    # must not decide
+    dim = Counter(len(r[1]) for r in rows).most_common(1)[0][0] // 4
+    kept = [r for r in rows if whole_intact(r[1], dim)]
     seqs = np.fromiter((r[0] for r in kept), dtype=np.int64, count=len(kept))
     mat = np.frombuffer(b"".join(r[1] for r in kept), dtype=np.float32).reshape(len(kept), dim)
     return seqs, mat
