@@ -63,6 +63,7 @@ from mnemonic.app.service import MemoryService, RememberInput
 from mnemonic.app.supersession import SupersessionService
 from mnemonic.config import Config, EmbeddingConfig, render_template_yaml
 from mnemonic.cron import next_fire
+from mnemonic.encoding.passages import SPLITTER
 from mnemonic.errors import StorageUnavailable
 from mnemonic.events.bus import EventBus
 from mnemonic.index.checkpoints import Checkpointer
@@ -620,7 +621,10 @@ class Daemon:
         ``+passages``, which marks stores whose passages were backfilled (0009)."""
         encoding = self.cfg.encoding
         models = vector_models(
-            self.embedder.name, encoding.passage_lead_words, encoding.passage_cap
+            self.embedder.name,
+            encoding.passage_lead_words,
+            encoding.passage_cap,
+            splitter=SPLITTER,
         )
         return models.passages + _PASSAGES
 

@@ -252,13 +252,18 @@ def test_a_search_never_returns_a_memory_its_filter_excludes_while_rows_move() -
 
 
 def test_passage_rows_name_their_recipe_unless_it_is_the_unnamed_one() -> None:
-    assert vector_models("m", 4, 12) == VectorModels("m", "m")  # rows from before names
-    named = vector_models("m", 2, 12)
+    # rows from before names: the first splitter with the first lead and cap
+    assert vector_models("m", 4, 12, splitter=1) == VectorModels("m", "m")
+    named = vector_models("m", 2, 12, splitter=1)
     assert named == VectorModels("m", "m#passages(lead=2,cap=12)")
-    assert vector_models("m", 4, 0).passages == "m#passages(lead=4,cap=0)"
+    assert vector_models("m", 4, 0, splitter=1).passages == "m#passages(lead=4,cap=0)"
+    # another splitter is another recipe, even with the unnamed lead and cap
+    resplit = vector_models("m", 4, 12, splitter=2)
+    assert resplit == VectorModels("m", "m#passages(lead=4,cap=12,split=2)")
+    assert embedding_model(resplit.passages) == "m"
     assert embedding_model(named.passages) == "m" == embedding_model("m")
     # a model whose name extends another's is another model, with or without a recipe
-    rows = ["m", named.passages, "m2", "m2#passages(lead=2,cap=12)", "m#other"]
+    rows = ["m", named.passages, "m2", "m2#passages(lead=2,cap=12)", "m#other", resplit.passages]
     with sqlite3.connect(":memory:") as conn:
         conn.execute("CREATE TABLE memory_passages (model TEXT)")
         conn.executemany("INSERT INTO memory_passages VALUES (?)", [(r,) for r in rows])
@@ -266,10 +271,10 @@ def test_passage_rows_name_their_recipe_unless_it_is_the_unnamed_one() -> None:
             f"SELECT model FROM memory_passages WHERE {PASSAGES_OF_MODEL} ORDER BY model",
             passages_of_model("m"),
         ).fetchall()
-    assert [r[0] for r in found] == ["m", "m#passages(lead=2,cap=12)"]
-    assert [embedding_model(r) for r in rows] == ["m", "m", "m2", "m2", "m#other"]
+    assert [r[0] for r in found] == ["m", named.passages, resplit.passages]
+    assert [embedding_model(r) for r in rows] == ["m", "m", "m2", "m2", "m#other", "m"]
     # a model whose own name holds the mark: the SQL and the feed agree on it
-    odd = vector_models("a#passages(x)", 2, 12).passages
+    odd = vector_models("a#passages(x)", 2, 12, splitter=1).passages
     assert embedding_model(odd) == "a#passages(x)"
     with sqlite3.connect(":memory:") as conn:
         conn.execute("CREATE TABLE memory_passages (model TEXT)")

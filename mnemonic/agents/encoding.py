@@ -38,7 +38,7 @@ from mnemonic.encoding.linking import (
     may_merge,
     supersessions,
 )
-from mnemonic.encoding.passages import embed_with_passages
+from mnemonic.encoding.passages import SPLITTER, embed_with_passages
 from mnemonic.events.types import (
     AssociationCreated,
     Context,
@@ -98,7 +98,9 @@ class EncodingAgent:
         self._embedder = embedder
         self._cfg = cfg
         # what the vector rows it writes record (the passages' recipe comes from cfg)
-        self._models = vector_models(embedder.name, cfg.passage_lead_words, cfg.passage_cap)
+        self._models = vector_models(
+            embedder.name, cfg.passage_lead_words, cfg.passage_cap, splitter=SPLITTER
+        )
         self._clock = clock
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         # memory ids queued, in flight or waiting for a retry: the sweep skips them

@@ -10,7 +10,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
-from mnemonic.encoding.passages import embed_passages, embed_with_passages
+from mnemonic.encoding.passages import SPLITTER, embed_passages, embed_with_passages
 from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.store.sqlite import SQLiteStore
 from mnemonic.store.vector_rows import vector_models
@@ -54,7 +54,7 @@ async def _reembed(
     passage_lead_words: int,
     passage_cap: int,
 ) -> None:
-    models = vector_models(embedder.name, passage_lead_words, passage_cap)
+    models = vector_models(embedder.name, passage_lead_words, passage_cap, splitter=SPLITTER)
     progress.done = 0
     progress.total = await store.count_stale_vectors(models)
     progress.running = progress.total > 0

@@ -13,7 +13,7 @@ from typing import Any
 
 from mnemonic.config import Config
 from mnemonic.encoding.heuristic import encode
-from mnemonic.encoding.passages import embed_with_passages
+from mnemonic.encoding.passages import SPLITTER, embed_with_passages
 from mnemonic.encoding.text import content_hash
 from mnemonic.errors import InvalidInputError, NotFoundError, StorageUnavailable
 from mnemonic.events.types import (
@@ -130,7 +130,10 @@ class MemoryService:
         self._embedder = embedder
         # what an amendment's vector rows record (the passages' recipe comes from cfg)
         self._models = vector_models(
-            embedder.name, cfg.encoding.passage_lead_words, cfg.encoding.passage_cap
+            embedder.name,
+            cfg.encoding.passage_lead_words,
+            cfg.encoding.passage_cap,
+            splitter=SPLITTER,
         )
         self._publish = publish
         self._redact = redact

@@ -28,6 +28,10 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 """Sentence ends (as measured) and paragraph breaks, which end a note's unit too."""
 MIN_WORDS = 3  # shorter pieces ("Thanks!", "OK.") carry no topic of their own
 SEPARATOR = " … "
+SPLITTER = 1
+"""The version of how ``passage_texts`` cuts a memory. Raise it with any change to what
+it returns for some content: the passage rows' name carries it (``vector_models``), so
+the next start re-embeds the passages that the old splitter cut."""
 
 
 def sentences(content: str) -> list[str]:

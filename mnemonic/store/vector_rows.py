@@ -32,15 +32,19 @@ class VectorModels:
     passages: str
 
 
-def vector_models(model: str, lead_words: int, cap: int) -> VectorModels:
+def vector_models(model: str, lead_words: int, cap: int, *, splitter: int) -> VectorModels:
     """The names for vectors of ``model`` with passages cut by ``encoding.passage_lead_words``
-    and ``encoding.passage_cap``. A passage row of another recipe is stale, so changing
-    either setting has the start-up re-embedding cut every memory's passages again (with
-    ``passage_cap`` 0: none); meanwhile the index keeps searching the old rows, which are
-    still vectors of the same model (``embedding_model``)."""
-    if (lead_words, cap) == _UNNAMED_RECIPE:
+    and ``encoding.passage_cap`` with version ``splitter`` of the sentence splitter
+    (``encoding/passages.py``: ``SPLITTER``). A passage row of another recipe is stale, so
+    changing any of them has the start-up re-embedding cut every memory's passages again
+    (with ``passage_cap`` 0: none); meanwhile the index keeps searching the old rows, which
+    are still vectors of the same model (``embedding_model``). Version 1, the splitter
+    that cut every row before versions had names, adds nothing to the name, so those
+    stores need no re-embedding."""
+    if (lead_words, cap) == _UNNAMED_RECIPE and splitter == 1:
         return VectorModels(model, model)
-    return VectorModels(model, f"{model}{_RECIPE}lead={lead_words},cap={cap})")
+    version = "" if splitter == 1 else f",split={splitter}"
+    return VectorModels(model, f"{model}{_RECIPE}lead={lead_words},cap={cap}{version})")
 
 
 def embedding_model(passage_model: str) -> str:
