@@ -6,13 +6,16 @@ it cleanly and keeps that home as a template. Each configuration then starts a d
 copy of the template, lets days pass (``--days``: each day ages the store by one day and
 runs one cycle of every agent of the configuration through ``POST
 /api/v1/agents/{name}/run``, as ``mnemonic run NAME`` would), and asks every question.
+``--rounds N`` splits each day into N rounds (age the store 1/N day, then one cycle of
+every agent), nearer a daemon's schedule, where dreaming and metacognition run every six
+hours and abstraction hourly; the episoder always catches up.
 
 Configurations: ``before`` (no agent ran), ``loop`` (every agent), and one ablation per agent
 (``loop - NAME``: the loop with that agent off), so each agent's contribution is the drop
 when it is taken out. Agents the daemon does not have are left out and said so.
 
     python bench/cognition.py [--datasets locomo,longmemeval] [--lme-limit N] [--days 3]
-        [--no-ablation] [--llm none|scripted] [--set section.key=value ...] [--json]
+        [--rounds 1] [--no-ablation] [--llm none|scripted] [--set section.key=value ...] [--json]
 
 ``--llm scripted`` gives every configuration the scripted OpenAI-compatible stand-in of
 ``lifecycle_scripted_llm.py`` (NOT a model: each answer is copied from its prompt) for the
@@ -84,8 +87,17 @@ def cache_key(dataset: str, limit: int | None) -> str:
     for path in sorted((ROOT / "migrations").glob("*.sql")):
         digest.update(path.read_bytes())
     for name in ("locomo-dev.json", "longmemeval-dev.json.gz"):
-        digest.update(str((SHARED / name).stat().st_mtime_ns).encode())
+        digest.update(_file_digest(SHARED / name))
     return digest.hexdigest()[:12]
+
+
+@functools.cache
+def _file_digest(path: Path) -> bytes:
+    """The SHA-256 of a data file's bytes (about 0.1 s for LongMemEval's 38 MB): its
+    modification time changed with every fresh copy of the data, and each change cost a
+    re-ingest of LongMemEval (many minutes)."""
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").digest()
 
 
 # --- ingest once into a template home --------------------------------------------------------
@@ -343,6 +355,7 @@ def run_config(
     agents: list[str],
     days: int,
     settings: dict[str, str],
+    rounds: int = 1,
 ) -> dict[str, Any]:
     spaces = json.loads((folder / "spaces.json").read_text())
     # the bench runs the agents itself: anything else would run agents an ablation turned off
@@ -359,14 +372,15 @@ def run_config(
             have = available_agents(client)
             missing = [a for a in agents if a not in have]
             run = [a for a in agents if a in have]
-            for day in range(days if run else 0):
-                age_store(home / "data" / "mnemonic.db", 1.0)
+            for day, part in [(d, r) for d in range(days if run else 0) for r in range(rounds)]:
+                age_store(home / "data" / "mnemonic.db", 1.0 / rounds)
                 for name in run:
                     t0 = time.perf_counter()
                     record, cycles = run_caught_up(client, name)
                     phase.append(
                         {
                             "day": day + 1,
+                            "round": part + 1,
                             "agent": name,
                             "cycles": cycles,
                             "took_s": round(time.perf_counter() - t0, 2),
@@ -414,6 +428,7 @@ def main() -> None:
     parser.add_argument("--datasets", default="locomo,longmemeval")
     parser.add_argument("--lme-limit", type=int, default=None)
     parser.add_argument("--days", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=1, help="agent rounds per day")
     parser.add_argument("--agents", default=",".join(AGENTS))
     parser.add_argument("--no-ablation", action="store_true")
     parser.add_argument("--llm", choices=("none", "scripted"), default="none")
@@ -444,6 +459,7 @@ def run_all(args: argparse.Namespace, llm_settings: dict[str, str]) -> dict[str,
         "settings": settings,
         "llm": args.llm,
         "days": args.days,
+        "rounds": args.rounds,
         "datasets": {},
     }
     for dataset in [d for d in args.datasets.split(",") if d]:
@@ -454,7 +470,9 @@ def run_all(args: argparse.Namespace, llm_settings: dict[str, str]) -> dict[str,
         results: dict[str, dict[str, Any]] = {}
         for name, chosen in configs.items():
             t0 = time.perf_counter()
-            results[name] = run_config(folder, dataset, chosen, args.days, settings)
+            results[name] = run_config(
+                folder, dataset, chosen, args.days, settings, max(1, args.rounds)
+            )
             print(f"  {dataset} {name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
         report["datasets"][dataset] = results
         if not args.json:
