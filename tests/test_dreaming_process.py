@@ -21,7 +21,7 @@ from support.store import Clock, with_database
 
 from mnemonic.agents.dreaming import DreamingAgent, plan_params
 from mnemonic.cognition.dreaming import TermCache
-from mnemonic.cognition.dreaming_plan import CyclePlan
+from mnemonic.cognition.dreaming_plan import CyclePlan, Marks
 from mnemonic.config import DreamingConfig
 from mnemonic.encoding.text import content_hash
 from mnemonic.events.types import DreamCompleted, Event
@@ -117,6 +117,7 @@ async def _seed(db: Database, when: datetime) -> None:
 def _decisions(plan: CyclePlan) -> dict[str, Any]:
     return {
         "cursor": plan.cursor,
+        "strengthened_through": plan.strengthened_through,
         "query_rowid": plan.query_rowid,
         "counts": plan.counts,
         "strengthened": plan.strengthened,
@@ -137,10 +138,10 @@ def test_the_worker_process_decides_what_the_thread_decides_cold_and_warm(
         in_thread = TermCache(16)
         in_worker = TermCache(16)
         for cycle in range(2):  # cold, then warm (the cache came back from the worker)
-            here = await db.run_read(partial(plan_on, params, in_thread, 0, 0))
+            here = await db.run_read(partial(plan_on, params, in_thread, Marks()))
             there = await run_in_worker(
                 tmp_path, "dreaming", CyclePlan, plan_in_worker, str(path), 5000, params,
-                in_worker, 0, 0,
+                in_worker, Marks(),
             )  # fmt: skip
             assert _decisions(there) == _decisions(here)
             assert here.strengthened and here.links and here.insights  # each step did work

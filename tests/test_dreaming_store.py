@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,41 @@ def test_a_cycle_links_across_episodes_writes_one_insight_and_touches_no_memory(
     assert health["totals"]["insights"] == 1
 
 
+def _coactivation_links(
+    q: list[int], f: list[int], seq: dict[str, int], now: datetime, conn: sqlite3.Connection
+) -> None:
+    """Links among the quartz notes ``q`` and the fillers ``f``, and three logged recalls
+    (one rated helpful) that returned f6, f7, f3 and f4 together."""
+    stamp = to_db(now)
+    rows = [
+        (q[0], q[1], "similar", 0.8),  # q0's neighbourhood: q1 and q2
+        (q[0], q[2], "similar", 0.8),
+        (q[1], q[2], "similar", 0.4),  # -> strengthened (co-activated, shared terms)
+        (f[0], f[1], "similar", 0.8),  # f0's neighbourhood: f1 and f2
+        (f[0], f[2], "similar", 0.8),
+        (f[1], f[2], "similar", 0.4),  # co-activated, but f1 and f2 share no term
+        (f[3], f[4], "similar", 0.5),  # recalled together -> strengthened
+        (f[3], f[5], "supersedes", 0.5),  # never strengthened
+    ]
+    conn.executemany(
+        "INSERT INTO associations (source_seq, target_seq, relation, strength,"
+        " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+        [(a, b, r, s, stamp, stamp) for a, b, r, s in rows],
+    )
+    by = {s: i for i, s in seq.items()}
+    for n in range(3):  # f6 and f7 unlinked, recalled together three times
+        conn.execute(
+            "INSERT INTO retrieval_queries (id, query, result_ids, took_ms, created_at)"
+            " VALUES (?, 'q', ?, 1, ?)",
+            (f"q{n}", json.dumps([by[f[6]], by[f[7]], by[f[3]], by[f[4]]]), stamp),
+        )
+    conn.execute(
+        "INSERT INTO retrieval_feedback (query_id, quality, memory_ids, created_at)"
+        " VALUES ('q0', 'helpful', ?, ?)",
+        (json.dumps([by[f[3]], by[f[4]]]), stamp),
+    )
+
+
 def test_coactivation_strengthens_links_and_links_what_is_recalled_together(
     tmp_path: Path,
 ) -> None:
@@ -171,37 +207,7 @@ def test_coactivation_strengthens_links_and_links_what_is_recalled_together(
         f = [seq[i] for i in ids[len(NOTES):]]  # filler seqs  # fmt: skip
         q = [seq[i] for i in ids[:3]]  # the quartz notes: they share rare concepts
 
-        def links(conn: sqlite3.Connection) -> None:
-            stamp = to_db(clock.now)
-            rows = [
-                (q[0], q[1], "similar", 0.8),  # q0's neighbourhood: q1 and q2
-                (q[0], q[2], "similar", 0.8),
-                (q[1], q[2], "similar", 0.4),  # -> strengthened (co-activated, shared terms)
-                (f[0], f[1], "similar", 0.8),  # f0's neighbourhood: f1 and f2
-                (f[0], f[2], "similar", 0.8),
-                (f[1], f[2], "similar", 0.4),  # co-activated, but f1 and f2 share no term
-                (f[3], f[4], "similar", 0.5),  # recalled together -> strengthened
-                (f[3], f[5], "supersedes", 0.5),  # never strengthened
-            ]
-            conn.executemany(
-                "INSERT INTO associations (source_seq, target_seq, relation, strength,"
-                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-                [(a, b, r, s, stamp, stamp) for a, b, r, s in rows],
-            )
-            by = {s: i for i, s in seq.items()}
-            for n in range(3):  # f6 and f7 unlinked, recalled together three times
-                conn.execute(
-                    "INSERT INTO retrieval_queries (id, query, result_ids, took_ms, created_at)"
-                    " VALUES (?, 'q', ?, 1, ?)",
-                    (f"q{n}", json.dumps([by[f[6]], by[f[7]], by[f[3]], by[f[4]]]), stamp),
-                )
-            conn.execute(
-                "INSERT INTO retrieval_feedback (query_id, quality, memory_ids, created_at)"
-                " VALUES ('q0', 'helpful', ?, ?)",
-                (json.dumps([by[f[3]], by[f[4]]]), stamp),
-            )
-
-        await db.run_write(links)
+        await db.run_write(partial(_coactivation_links, q, f, seq, clock.now))
         before = _rows(path, "SELECT seq, access_count, last_accessed_at FROM memories")
         agent = _agent(db, clock, events, max_insights_per_cycle=0)
         summary = await agent.run_cycle("manual")
@@ -226,6 +232,58 @@ def test_coactivation_strengthens_links_and_links_what_is_recalled_together(
     assert out["summary"]["links_strengthened"] == 2
     assert out["summary"]["coretrieval_links"] >= 1
     assert out["summary"]["queries_read"] == 3
+
+
+def test_replay_strengthens_a_neighbourhood_once_and_recalls_go_on_counting(
+    tmp_path: Path,
+) -> None:
+    """Each pass of the replay cursor found the same shared terms again, so a daemon
+    dreaming four times a day raised the same pairs every pass (BENCHMARKS.md, session
+    18). The second cycle here replays the same memories (the store is smaller than the
+    window, so the cursor wraps) and must leave their neighbourhoods alone, while a new
+    recall is new evidence and still counts."""
+    path = tmp_path / "m.db"
+    clock = Clock()
+
+    async def scenario(db: Database) -> dict[str, Any]:
+        ids = await _seed(db, clock.now - timedelta(days=10))
+        seq = dict(_rows(path, "SELECT id, seq FROM memories"))
+        f = [seq[i] for i in ids[len(NOTES):]]  # fmt: skip
+        q = [seq[i] for i in ids[:3]]
+        await db.run_write(partial(_coactivation_links, q, f, seq, clock.now))
+        agent = _agent(db, clock, [], max_insights_per_cycle=0)
+        first = await agent.run_cycle("manual")
+        by = {s: i for i, s in seq.items()}
+
+        def recall_again(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO retrieval_queries (id, query, result_ids, took_ms, created_at)"
+                " VALUES ('q9', 'q', ?, 1, ?)",
+                (json.dumps([by[f[3]], by[f[4]]]), to_db(clock.now)),
+            )
+
+        await db.run_write(recall_again)
+        clock.now += timedelta(hours=6)
+        second = await agent.run_cycle("manual")
+        return {"q": q, "f": f, "first": first, "second": second}
+
+    out = with_database(path, scenario)
+    q, f, first, second = out["q"], out["f"], out["first"], out["second"]
+    strength = {(a, b, r): s for a, b, r, s in _rows(
+        path, "SELECT source_seq, target_seq, relation, strength FROM associations")}  # fmt: skip
+    assert first["links_strengthened"] == 2 and first["replay_strengthened_before"] == 0
+    assert second["replayed"] == first["replayed"] > 0
+    assert second["replay_strengthened_before"] == second["replayed"]
+    # only the new recall's pair moved: one more step toward the ceiling
+    assert second["links_strengthened"] == 1
+    assert strength[(q[1], q[2], "similar")] == pytest.approx(0.4 + 0.05 * (0.9 - 0.4))
+    # f3-f4: five steps in the first cycle, one for the new recall in the second
+    assert strength[(f[3], f[4], "similar")] == pytest.approx(0.9 - 0.4 * 0.95**6)
+    with sqlite3.connect(path) as conn:
+        (through,) = conn.execute(
+            "SELECT value FROM system_meta WHERE key = 'dreaming.strengthened_through'"
+        ).fetchone()
+    assert int(through) == max(s for (s,) in _rows(path, "SELECT seq FROM memories"))
 
 
 def test_cooldown_skips_all_but_manual_runs_and_survives_a_restart(tmp_path: Path) -> None:

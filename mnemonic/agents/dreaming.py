@@ -45,7 +45,7 @@ from mnemonic.cognition.dreaming import (
     insight_request,
     insight_text,
 )
-from mnemonic.cognition.dreaming_plan import CyclePlan, Found, PlanParams
+from mnemonic.cognition.dreaming_plan import CyclePlan, Found, Marks, PlanParams
 from mnemonic.config import DreamingConfig
 from mnemonic.encoding.heuristic import encode
 from mnemonic.encoding.text import content_hash
@@ -56,6 +56,7 @@ from mnemonic.store.dreaming import (
     CURSOR_META,
     QUERY_META,
     STARTED_META,
+    STRENGTHENED_META,
     InsightPlan,
     SQLiteDreaming,
 )
@@ -71,6 +72,7 @@ COUNT_KEYS = (
     "replayed",
     "links_strengthened",
     "replay_pairs_unshared",
+    "replay_strengthened_before",
     "links_added",
     "links_raised",
     "coretrieval_links",
@@ -134,7 +136,11 @@ class DreamingAgent:
         phases: dict[str, float] = {**plan.phases_ms, "plan": _ms(tick)}
         tick = time.monotonic()
         counts["links_strengthened"] = await self._store.raise_strengths(plan.strengthened, now)
-        meta = {STARTED_META: str(now.timestamp()), CURSOR_META: str(plan.cursor)}
+        meta = {
+            STARTED_META: str(now.timestamp()),
+            CURSOR_META: str(plan.cursor),
+            STRENGTHENED_META: str(plan.strengthened_through),
+        }
         if plan.query_rowid is not None:
             meta[QUERY_META] = str(plan.query_rowid)
         await self._store.set_meta(meta, now)
@@ -175,18 +181,20 @@ class DreamingAgent:
         the daemon's GIL stays with its requests. The term cache goes there and back as
         numpy arrays. Fewer memories: a pooled reader's thread, yielding the GIL between
         slices of the term index."""
-        cursor = int(await self._store.get_meta(CURSOR_META) or 0)
-        after = int(await self._store.get_meta(QUERY_META) or 0)
+        marks = Marks(
+            cursor=int(await self._store.get_meta(CURSOR_META) or 0),
+            query_after=int(await self._store.get_meta(QUERY_META) or 0),
+            strengthened_through=int(await self._store.get_meta(STRENGTHENED_META) or 0),
+        )
         if await self._store.live_count() >= self._cfg.process_min_memories:
             # the plan comes back through a private file, not the worker's pipe
             # (``runtime.worker_process`` says why)
             plan = await run_in_worker(
                 self._store.folder, "dreaming", CyclePlan, plan_in_worker,
-                str(self._store.path), self._busy_timeout_ms, self._params, self._terms,
-                cursor, after,
+                str(self._store.path), self._busy_timeout_ms, self._params, self._terms, marks,
             )  # fmt: skip
             return plan, True
-        return await self._store.plan(self._params, self._terms, cursor, after, _yield_gil), False
+        return await self._store.plan(self._params, self._terms, marks, _yield_gil), False
 
     async def _cooling(self, at: float) -> bool:
         last = self._last_started

@@ -153,10 +153,20 @@ class Found:
 
 
 @dataclass(frozen=True, slots=True)
+class Marks:
+    """Where the cycles so far left off (kept in ``system_meta``)."""
+
+    cursor: int = 0  # the replay window starts after this seq
+    query_after: int = 0  # logged recalls were read up to this rowid
+    strengthened_through: int = 0  # replay strengthened the neighbourhoods of seqs up to this
+
+
+@dataclass(frozen=True, slots=True)
 class CyclePlan:
     """What one cycle writes, decided from reads alone."""
 
     cursor: int  # the replay cursor for the next cycle
+    strengthened_through: int  # ``Marks.strengthened_through`` for the next cycle
     query_rowid: int | None  # logged recalls read up to (None: no new one)
     counts: dict[str, int]
     strengthened: list[Link]  # existing links raised by co-activation
@@ -172,14 +182,12 @@ def plan_cycle(
     p: PlanParams,
     terms: TermCache,
     *,
-    cursor: int,
-    query_after: int,
+    marks: Marks,
     pause: Callable[[], None] | None = None,
 ) -> CyclePlan:
-    """The cycle's decisions. ``cursor`` and ``query_after`` are the stored replay cursor
-    and recall rowid; ``terms`` is refreshed in place and returned in the plan;
-    ``pause`` is called between slices of long loops (a caller in a thread yields the
-    GIL)."""
+    """The cycle's decisions. ``marks`` are where the last cycle left off; ``terms`` is
+    refreshed in place and returned in the plan; ``pause`` is called between slices of
+    long loops (a caller in a thread yields the GIL)."""
     counts: Counter[str] = Counter()
     phases: dict[str, float] = {}
     tick = time.perf_counter()
@@ -189,7 +197,7 @@ def plan_cycle(
         phases[name] = round((time.perf_counter() - tick) * 1000, 1)
         tick = time.perf_counter()
 
-    seeds, next_cursor = _replay(reads, p, cursor, counts)
+    seeds, next_cursor = _replay(reads, p, marks.cursor, counts)
     lap("replay")
     rows = reads.term_rows()
     counts["memories_indexed"] = len(rows)
@@ -203,15 +211,20 @@ def plan_cycle(
     counts["memories_parsed"] = terms.parsed
     seed_rows = rows_of(index, seeds)
     lap("index")
-    strengthened, extra, query_rowid = _coactivation(reads, p, seeds, query_after, counts, index)
+    first = [s for s in seeds if s > marks.strengthened_through]
+    counts["replay_strengthened_before"] = len(seeds) - len(first)
+    strengthened, extra, query_rowid = _coactivation(
+        reads, p, first, marks.query_after, counts, index
+    )
     lap("coactivation")
     links, from_recalls = _cross_links(reads, p, index, seed_rows, extra)
     lap("links")
     found = _insights(reads, p, index, seed_rows)
     lap("insights")
+    through = max([marks.strengthened_through, *seeds])
     return CyclePlan(
-        next_cursor, query_rowid, dict(counts), strengthened, links, from_recalls, found, terms,
-        phases,
+        next_cursor, through, query_rowid, dict(counts), strengthened, links, from_recalls,
+        found, terms, phases,
     )  # fmt: skip
 
 
@@ -245,7 +258,8 @@ def _coactivation(
     index: TermIndex,
 ) -> tuple[list[Link], list[Link], int | None]:
     """Links to strengthen, co-retrieval links to add and the rowid of the last recall
-    read.
+    read. ``seeds`` are the replayed memories whose neighbourhoods replay has not
+    strengthened yet.
 
     Replay co-activates the links among a replayed memory's neighbours, but that alone is
     circular: the triangle exists because of those links, and every later replay found it
@@ -255,7 +269,14 @@ def _coactivation(
     strengthening off). A replayed pair now counts only when its two memories also share
     rare concepts or entities, as much as a cross-episode link needs
     (``links.min_shared_idf``); recalls that returned both and helpful ratings count as
-    before: they are evidence from use."""
+    before: they are evidence from use.
+
+    Even so, replay found the same shared terms at every pass of its cursor over the
+    store, so a daemon dreaming four times a day raised the same pairs again each pass:
+    at four rounds a day LoCoMo temporal R@10 fell 0.0086 below no agents at all
+    (BENCHMARKS.md, session 18). Replay now strengthens the neighbourhood of a memory on
+    its first replay only (``Marks.strengthened_through``, the highest seq replayed so
+    far): what it counts is evidence once, and a new memory brings new evidence."""
     steps: Counter[tuple[int, int]] = Counter()
     known: dict[tuple[int, int], list[Link]] = {}
     if seeds and p.max_neighbours > 0:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemonic.cognition.dreaming import TermCache
-from mnemonic.cognition.dreaming_plan import CyclePlan, Link, PlanParams
+from mnemonic.cognition.dreaming_plan import CyclePlan, Link, Marks, PlanParams
 from mnemonic.store.database import Database
 from mnemonic.store.dreaming_reads import (
     LIVE,
@@ -44,6 +44,8 @@ from mnemonic.timeutil import from_db, to_db
 
 CURSOR_META = "dreaming.replay_cursor"  # seq the next replay window starts after
 QUERY_META = "dreaming.query_rowid"  # retrieval_queries rowid read up to
+# the highest seq whose neighbourhood replay has strengthened (``Marks``)
+STRENGTHENED_META = "dreaming.strengthened_through"
 STARTED_META = "dreaming.last_started_at"  # epoch seconds of the last cycle's start
 
 
@@ -123,15 +125,12 @@ class SQLiteDreaming:
         self,
         params: PlanParams,
         terms: TermCache,
-        cursor: int,
-        query_after: int,
+        marks: Marks,
         pause: Callable[[], None] | None = None,
     ) -> CyclePlan:
         """A cycle's read side (``cognition.dreaming_plan``) on a pooled reader's thread;
         at scale the dreamer runs it in a worker process instead, on ``path``."""
-        return await self.db.run_read(
-            partial(plan_on, params, terms, cursor, query_after, pause=pause)
-        )
+        return await self.db.run_read(partial(plan_on, params, terms, marks, pause=pause))
 
     async def live_count(self) -> int:
         """Live memories, about the size of a cycle's term index (the dreamer's own

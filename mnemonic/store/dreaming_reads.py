@@ -23,6 +23,7 @@ from mnemonic.cognition.dreaming import TermCache
 from mnemonic.cognition.dreaming_plan import (
     CyclePlan,
     Link,
+    Marks,
     PlanParams,
     QueryRow,
     TermRow,
@@ -191,16 +192,13 @@ def open_reader(path: Path | str, busy_timeout_ms: int = 5000) -> Iterator[sqlit
 def plan_on(
     p: PlanParams,
     terms: TermCache,
-    cursor: int,
-    query_after: int,
+    marks: Marks,
     conn: sqlite3.Connection,
     *,
     pause: Callable[[], None] | None = None,
 ) -> CyclePlan:
     """A cycle's plan over ``conn`` (the thread path: a pooled reader of the daemon)."""
-    return plan_cycle(
-        ConnReads(conn), p, terms, cursor=cursor, query_after=query_after, pause=pause
-    )
+    return plan_cycle(ConnReads(conn), p, terms, marks=marks, pause=pause)
 
 
 def plan_in_worker(
@@ -208,10 +206,9 @@ def plan_in_worker(
     busy_timeout_ms: int,
     p: PlanParams,
     terms: TermCache,
-    cursor: int,
-    query_after: int,
+    marks: Marks,
 ) -> CyclePlan:
     """The worker-process path: a cycle's plan over a connection of its own (its answer
     comes back through ``runtime.worker_process``'s private file, not the pipe)."""
     with open_reader(path, busy_timeout_ms) as conn:
-        return plan_on(p, terms, cursor, query_after, conn)
+        return plan_on(p, terms, marks, conn)
