@@ -6,16 +6,18 @@ it cleanly and keeps that home as a template. Each configuration then starts a d
 copy of the template, lets days pass (``--days``: each day ages the store by one day and
 runs one cycle of every agent of the configuration through ``POST
 /api/v1/agents/{name}/run``, as ``mnemonic run NAME`` would), and asks every question.
-``--rounds N`` splits each day into N rounds (age the store 1/N day, then one cycle of
-every agent), nearer a daemon's schedule, where dreaming and metacognition run every six
-hours and abstraction hourly; the episoder always catches up.
+``--rounds N`` (default 4) splits each day into N rounds (age the store 1/N day, then one
+cycle of every agent), as a daemon's schedule does: dreaming, consolidation and
+metacognition run every six hours, abstraction hourly; the episoder always catches up.
+Until session 18 the bench ran one round a day (``--rounds 1``), which hid an agent whose
+effect grew with every cycle (BENCHMARKS.md, session 18).
 
 Configurations: ``before`` (no agent ran), ``loop`` (every agent), and one ablation per agent
 (``loop - NAME``: the loop with that agent off), so each agent's contribution is the drop
 when it is taken out. Agents the daemon does not have are left out and said so.
 
     python bench/cognition.py [--datasets locomo,longmemeval] [--lme-limit N] [--days 3]
-        [--rounds 1] [--no-ablation] [--llm none|scripted] [--set section.key=value ...] [--json]
+        [--rounds 4] [--no-ablation] [--llm none|scripted] [--set section.key=value ...] [--json]
 
 ``--llm scripted`` gives every configuration the scripted OpenAI-compatible stand-in of
 ``lifecycle_scripted_llm.py`` (NOT a model: each answer is copied from its prompt) for the
@@ -428,7 +430,7 @@ def main() -> None:
     parser.add_argument("--datasets", default="locomo,longmemeval")
     parser.add_argument("--lme-limit", type=int, default=None)
     parser.add_argument("--days", type=int, default=3)
-    parser.add_argument("--rounds", type=int, default=1, help="agent rounds per day")
+    parser.add_argument("--rounds", type=int, default=4, help="agent rounds per day")
     parser.add_argument("--agents", default=",".join(AGENTS))
     parser.add_argument("--no-ablation", action="store_true")
     parser.add_argument("--llm", choices=("none", "scripted"), default="none")
