@@ -4,14 +4,17 @@ with nothing half-written, and the insight embedded by the encoder's sweep after
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 from starlette.testclient import TestClient
+from support.openai_server import OpenAIServer, chat_reply
 
 from mnemonic.api.insight_routes import InsightDetail, InsightPage
 from mnemonic.encoding.text import content_hash
@@ -77,6 +80,37 @@ def _run(client: TestClient) -> dict[str, Any]:
     return dict(response.json())
 
 
+CHAT = "/v1/chat/completions"
+
+
+def _llm(server: OpenAIServer) -> dict[str, Any]:
+    return {
+        "provider": "openai",
+        "base_url": server.base_url,
+        "model": server.model_name,
+        "max_retries": 0,
+        "timeout_s": 5,
+        "deadline_s": 10,
+    }
+
+
+def _wait_embedded(client: TestClient, memory_id: str, seconds: float = 30) -> int:
+    """The memory's seq once the encoder has written its vector."""
+    path = client.daemon.db.path  # type: ignore[attr-defined]
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with sqlite3.connect(path) as conn:
+            row = conn.execute(
+                "SELECT m.seq FROM memories m JOIN memory_vectors v ON v.seq = m.seq"
+                " WHERE m.id = ?",
+                (memory_id,),
+            ).fetchone()
+        if row is not None:
+            return int(row[0])
+        time.sleep(0.1)
+    raise AssertionError(f"{memory_id} was not embedded within {seconds} s")
+
+
 def test_dreaming_runs_over_rest_and_its_insight_is_listed_and_shown(
     make_client: Callable[..., TestClient],
 ) -> None:
@@ -111,6 +145,45 @@ def test_dreaming_runs_over_rest_and_its_insight_is_listed_and_shown(
     # a second run: the same pair never gives a second insight
     assert _run(client)["run"]["summary"]["insights"] == 0
     assert len(client.get("/api/v1/insights").json()["items"]) == 1
+
+
+def test_an_llm_worded_insight_is_embedded_but_linked_to_nothing(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """An insight is drawn from its sources (``insight_sources``). Worded by an LLM it is
+    close to their words, and the encoder linked it to them by likeness: a hub that spread
+    a query reaching one source to all the others (LoCoMo multi-hop R@10 -0.007 with the
+    scripted LLM, BENCHMARKS.md session 18). It is embedded, so recall finds it by its own
+    words and vector, and it links nothing."""
+    sentence = "The frobnicator cache keeps filling the quartz-7 volume."
+    with OpenAIServer() as server:
+        server.set_handler(CHAT, lambda _: chat_reply(json.dumps({"insight": sentence})))
+        # the sweep embeds the seeded notes, so the insight has neighbours to link to
+        client = make_client(llm=_llm(server), encoding={"sweep_interval_s": 0.2}, **QUIET)
+        ids = client.portal.call(_seed, client.daemon.db)  # type: ignore[attr-defined]
+        sources = [_wait_embedded(client, i) for i in ids[:3]]
+        summary = _run(client)["run"]["summary"]
+        assert summary["insights"] == 1 and summary["llm_insights"] == 1
+        insight = client.get("/api/v1/insights").json()["items"][0]
+        assert insight["described_by"] == "llm"
+        seq = _wait_embedded(client, insight["id"])
+        with sqlite3.connect(client.daemon.db.path) as conn:  # type: ignore[attr-defined]
+            linked = conn.execute(
+                "SELECT count(*) FROM associations WHERE ? IN (source_seq, target_seq)", (seq,)
+            ).fetchone()[0]
+            state = conn.execute("SELECT state FROM memories WHERE seq = ?", (seq,)).fetchone()
+            # the likeness a link would have had: well above the encoder's threshold
+            vectors = {
+                row[0]: np.frombuffer(row[1], dtype=np.float32)
+                for row in conn.execute(
+                    f"SELECT seq, vector FROM memory_vectors WHERE seq IN ({seq}, {sources[0]})"
+                )
+            }
+        assert float(vectors[seq] @ vectors[sources[0]]) > 0.6
+        assert linked == 0
+        assert state == ("active",)  # embedded as itself, not merged into a source
+        found = client.post("/api/v1/query", json={"query": sentence, "limit": 10}).json()
+        assert insight["id"] in [r["memory"]["id"] for r in found["results"]]
 
 
 @pytest.mark.parametrize(

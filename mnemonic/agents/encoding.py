@@ -59,7 +59,7 @@ from mnemonic.store.base import (
     NewLink,
     PendingMemory,
 )
-from mnemonic.store.models import Memory, MemoryState, Relation
+from mnemonic.store.models import Memory, MemoryState, Relation, Source
 from mnemonic.store.vector_rows import vector_models
 from mnemonic.timeutil import ensure_utc
 
@@ -384,6 +384,16 @@ class EncodingAgent:
             hits = sorted(
                 [(s, c) for s, c in stored[i] if s != item.seq] + earlier, key=lambda h: -h[1]
             )[:k]
+            if item.source == Source.DREAMING:
+                # an insight is drawn from its sources (insight_sources): linking it to
+                # them by likeness made it a hub that spread every query reaching one
+                # source to the other nine, round the bounds the dreamer's own
+                # ``related`` links keep; an LLM-worded insight, close to its sources'
+                # words, cost LoCoMo multi-hop R@10 0.007 (BENCHMARKS.md, session 18).
+                # Recall still finds it by its own words and vector.
+                outcomes.append(EmbeddedOutcome(item, vector, links=()))
+                kept.append(i)
+                continue
             twin = await self._near_duplicate(item, hits)
             if twin is not None:
                 outcomes.append(EmbeddedOutcome(item, vector, merged_into_seq=twin))
