@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 from starlette.testclient import TestClient
-from support.openai_server import OpenAIServer, chat_reply
+from support.openai_server import OpenAIServer, chat_reply, llm_settings
 
 from mnemonic.api.insight_routes import InsightDetail, InsightPage
 from mnemonic.encoding.text import content_hash
@@ -83,17 +83,6 @@ def _run(client: TestClient) -> dict[str, Any]:
 CHAT = "/v1/chat/completions"
 
 
-def _llm(server: OpenAIServer) -> dict[str, Any]:
-    return {
-        "provider": "openai",
-        "base_url": server.base_url,
-        "model": server.model_name,
-        "max_retries": 0,
-        "timeout_s": 5,
-        "deadline_s": 10,
-    }
-
-
 def _wait_embedded(client: TestClient, memory_id: str, seconds: float = 30) -> int:
     """The memory's seq once the encoder has written its vector."""
     path = client.daemon.db.path  # type: ignore[attr-defined]
@@ -159,7 +148,7 @@ def test_an_llm_worded_insight_is_embedded_but_linked_to_nothing(
     with OpenAIServer() as server:
         server.set_handler(CHAT, lambda _: chat_reply(json.dumps({"insight": sentence})))
         # the sweep embeds the seeded notes, so the insight has neighbours to link to
-        client = make_client(llm=_llm(server), encoding={"sweep_interval_s": 0.2}, **QUIET)
+        client = make_client(llm=llm_settings(server), encoding={"sweep_interval_s": 0.2}, **QUIET)
         ids = client.portal.call(_seed, client.daemon.db)  # type: ignore[attr-defined]
         sources = [_wait_embedded(client, i) for i in ids[:3]]
         summary = _run(client)["run"]["summary"]

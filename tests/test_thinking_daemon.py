@@ -19,7 +19,14 @@ import pytest
 from starlette.testclient import TestClient
 from support.cli import Run, cli
 from support.daemon_proc import TOKEN, DaemonProc, running
-from support.openai_server import OpenAIServer, Reply, Request, chat_reply, error_reply
+from support.openai_server import (
+    OpenAIServer,
+    Reply,
+    Request,
+    chat_reply,
+    error_reply,
+    llm_settings,
+)
 
 from tests.support.api import query, remember
 
@@ -102,18 +109,6 @@ def _encoder(request: Request) -> Reply:
     if answer is None:
         return error_reply(500, "no scripted answer for this note")
     return chat_reply(json.dumps(answer), prompt_tokens=120, completion_tokens=40)
-
-
-def _llm(server: OpenAIServer, **overrides: Any) -> dict[str, Any]:
-    return {
-        "provider": "openai",
-        "base_url": server.base_url,
-        "model": server.model_name,
-        "max_retries": 0,
-        "timeout_s": 5,
-        "deadline_s": 10,
-        **overrides,
-    }
 
 
 def _ids(answer: dict[str, Any]) -> list[str]:
@@ -229,7 +224,7 @@ def test_a_second_run_while_one_is_under_way_is_409(
     with OpenAIServer() as server:
         slow = dataclasses.replace(chat_reply(json.dumps(ENCODINGS[ENCODINGS_FIRST])), delay=1.5)
         server.set_handler(CHAT, lambda _request: slow)
-        client = make_client(llm=_llm(server), **QUIET)
+        client = make_client(llm=llm_settings(server), **QUIET)
         remember(client, ENCODINGS_FIRST, project="shop")
 
         started = client.post("/api/v1/agents/enrichment/run", params={"wait": "false"})
@@ -262,7 +257,8 @@ def test_enrichment_with_the_scripted_llm_and_the_fallback_when_it_goes_down(
     server = OpenAIServer(model_name="scripted-7b")
     with server:
         server.set_handler(CHAT, _encoder)
-        client = make_client(llm=_llm(server, breaker_failures=2, breaker_cooldown_s=600), **QUIET)
+        llm = llm_settings(server, breaker_failures=2, breaker_cooldown_s=600)
+        client = make_client(llm=llm, **QUIET)
         health = client.get("/api/v1/health").json()["llm"]
         assert health["configured"] is True and health["mode"] == "llm"
         assert health["model"] == "scripted-7b"
@@ -348,7 +344,7 @@ def test_with_the_scripted_llm_episodes_gists_and_supersessions_use_it(
 ) -> None:
     with OpenAIServer() as server:
         server.set_handler(CHAT, _every_task)
-        client = make_client(llm=_llm(server), **QUIET)
+        client = make_client(llm=llm_settings(server), **QUIET)
         start = (datetime.now(UTC) - timedelta(days=1)).replace(microsecond=0)
         login = [
             "Started the login refactor in auth/session.py.",

@@ -348,3 +348,17 @@ def iter_inputs(requests: list[Request]) -> Iterator[list[str]]:
     """The ``input`` list of each recorded embeddings request, in order."""
     for request in requests:
         yield _inputs(request)
+
+
+def llm_settings(server: OpenAIServer, **overrides: Any) -> dict[str, Any]:
+    """The daemon's ``llm`` settings for ``server``: no retries and short deadlines, so a
+    scripted failure shows at once."""
+    return {
+        "provider": "openai",
+        "base_url": server.base_url,
+        "model": server.model_name,
+        "max_retries": 0,
+        "timeout_s": 5,
+        "deadline_s": 10,
+        **overrides,
+    }
