@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 from starlette.testclient import TestClient
+from support.api import remember
 from support.openai_server import OpenAIServer, chat_reply, llm_settings
 
 from mnemonic.api.insight_routes import InsightDetail, InsightPage
@@ -173,6 +174,24 @@ def test_an_llm_worded_insight_is_embedded_but_linked_to_nothing(
         assert state == ("active",)  # embedded as itself, not merged into a source
         found = client.post("/api/v1/query", json={"query": sentence, "limit": 10}).json()
         assert insight["id"] in [r["memory"]["id"] for r in found["results"]]
+
+        # nor does a later observation link to it, by likeness or as the one before it
+        later = remember(
+            client, "Checked the quartz-7 volume today: the frobnicator cache keeps filling it.",
+            project="alpha",
+        )["memory_id"]  # fmt: skip
+        with sqlite3.connect(client.daemon.db.path) as conn:  # type: ignore[attr-defined]
+            (later_seq,) = conn.execute(
+                "SELECT seq FROM memories WHERE id = ?", (later,)
+            ).fetchone()
+            ends = conn.execute(
+                "SELECT source_seq, target_seq FROM associations WHERE ? IN (source_seq,"
+                " target_seq)",
+                (later_seq,),
+            ).fetchall()
+        others = {a if b == later_seq else b for a, b in ends}
+        assert others and seq not in others  # linked, to the notes, not the insight
+        assert others & set(sources)
 
 
 @pytest.mark.parametrize(

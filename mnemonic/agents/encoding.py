@@ -65,6 +65,14 @@ from mnemonic.timeutil import ensure_utc
 
 log = logging.getLogger(__name__)
 
+# Insights (the dreamer's) are drawn from their sources (``insight_sources``) and take no
+# part in likeness, temporal or supersession links, nor merge, either way: linked to
+# their sources by likeness, an LLM-worded insight (close to their words) was a hub that
+# spread a query reaching one source to the other nine, round the caps on the dreamer's
+# own ``related`` links (LoCoMo multi-hop R@10 -0.0047 with the scripted LLM,
+# BENCHMARKS.md session 18). Recall still finds an insight by its own words and vector.
+DERIVED = Source.DREAMING
+
 SWEEP_LIMIT = 10_000
 
 Subscribe = Callable[..., Callable[[], None]]
@@ -374,8 +382,11 @@ class EncodingAgent:
         within = vectors @ vectors.T
         outcomes: list[EmbeddedOutcome] = []
         previous: dict[str, PendingMemory] = {}
-        kept: list[int] = []  # batch positions encoded so far (not merged)
+        kept: list[int] = []  # batch positions later items may link to or merge into
         for i, (item, vector) in enumerate(zip(batch, vectors, strict=True)):
+            if item.source == DERIVED:
+                outcomes.append(EmbeddedOutcome(item, vector, links=()))
+                continue
             earlier = [
                 (batch[j].seq, float(within[i, j]))
                 for j in kept
@@ -384,16 +395,6 @@ class EncodingAgent:
             hits = sorted(
                 [(s, c) for s, c in stored[i] if s != item.seq] + earlier, key=lambda h: -h[1]
             )[:k]
-            if item.source == Source.DREAMING:
-                # an insight is drawn from its sources (insight_sources): linking it to
-                # them by likeness made it a hub that spread every query reaching one
-                # source to the other nine, round the bounds the dreamer's own
-                # ``related`` links keep; an LLM-worded insight, close to its sources'
-                # words, cost LoCoMo multi-hop R@10 0.007 (BENCHMARKS.md, session 18).
-                # Recall still finds it by its own words and vector.
-                outcomes.append(EmbeddedOutcome(item, vector, links=()))
-                kept.append(i)
-                continue
             twin = await self._near_duplicate(item, hits)
             if twin is not None:
                 outcomes.append(EmbeddedOutcome(item, vector, merged_into_seq=twin))
@@ -435,7 +436,7 @@ class EncodingAgent:
                 found[s].source.value,
             )
             for s, c in hits
-            if s in found
+            if s in found and found[s].source != DERIVED
         ]
         links = await asyncio.to_thread(
             choose_links,
@@ -482,6 +483,7 @@ def _first_twin(item: PendingMemory, close: list[int], found: dict[int, Memory])
         other = found.get(seq)
         if (
             other is not None
+            and other.source != DERIVED
             and other.type == item.type
             and other.project == item.project
             and may_merge(item.content, other.content)

@@ -414,11 +414,14 @@ class SQLiteStore(_VectorMaintenance):
         return await self.db.run_read(work)
 
     async def previous_in_project(self, project: str, before_seq: int) -> int | None:
+        """The live observation stored just before ``before_seq`` in ``project``; the
+        dreamer's insights are no observation (``agents/encoding.py``: ``DERIVED``)."""
+
         def work(conn: sqlite3.Connection) -> int | None:
             row = conn.execute(
-                "SELECT seq FROM memories WHERE project = ? AND seq < ?"
+                "SELECT seq FROM memories WHERE project = ? AND seq < ? AND source != ?"
                 " AND state IN ('active', 'fading') ORDER BY seq DESC LIMIT 1",
-                (project, before_seq),
+                (project, before_seq, Source.DREAMING.value),
             ).fetchone()
             return int(row[0]) if row else None
 
