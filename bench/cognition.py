@@ -357,7 +357,7 @@ def run_config(
     agents: list[str],
     days: int,
     settings: dict[str, str],
-    rounds: int = 1,
+    rounds: int,
 ) -> dict[str, Any]:
     spaces = json.loads((folder / "spaces.json").read_text())
     # the bench runs the agents itself: anything else would run agents an ablation turned off
@@ -423,6 +423,13 @@ def print_table(dataset: str, results: dict[str, dict[str, Any]]) -> None:
         print(f"| {name} | {cells} |")
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -430,7 +437,7 @@ def main() -> None:
     parser.add_argument("--datasets", default="locomo,longmemeval")
     parser.add_argument("--lme-limit", type=int, default=None)
     parser.add_argument("--days", type=int, default=3)
-    parser.add_argument("--rounds", type=int, default=4, help="agent rounds per day")
+    parser.add_argument("--rounds", type=_positive, default=4, help="agent rounds per day")
     parser.add_argument("--agents", default=",".join(AGENTS))
     parser.add_argument("--no-ablation", action="store_true")
     parser.add_argument("--llm", choices=("none", "scripted"), default="none")
@@ -472,9 +479,7 @@ def run_all(args: argparse.Namespace, llm_settings: dict[str, str]) -> dict[str,
         results: dict[str, dict[str, Any]] = {}
         for name, chosen in configs.items():
             t0 = time.perf_counter()
-            results[name] = run_config(
-                folder, dataset, chosen, args.days, settings, max(1, args.rounds)
-            )
+            results[name] = run_config(folder, dataset, chosen, args.days, settings, args.rounds)
             print(f"  {dataset} {name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
         report["datasets"][dataset] = results
         if not args.json:

@@ -63,7 +63,7 @@ from mnemonic.app.service import MemoryService, RememberInput
 from mnemonic.app.supersession import SupersessionService
 from mnemonic.config import Config, EmbeddingConfig, render_template_yaml
 from mnemonic.cron import next_fire
-from mnemonic.encoding.passages import SPLITTER
+from mnemonic.encoding.passages import row_models
 from mnemonic.errors import StorageUnavailable
 from mnemonic.events.bus import EventBus
 from mnemonic.index.checkpoints import Checkpointer
@@ -105,7 +105,6 @@ from mnemonic.store.repair import repair_non_finite_metadata
 from mnemonic.store.sqlite import SQLiteStore
 from mnemonic.store.supersessions import SQLiteSupersessions
 from mnemonic.store.tool_usage import SQLiteToolUsage
-from mnemonic.store.vector_rows import vector_models
 from mnemonic.timeutil import utcnow
 from mnemonic.watchers.base import Watcher
 
@@ -216,14 +215,18 @@ _VECTORS_MODEL = "vectors_model"  # every stored vector is this model's (set by 
 _PASSAGES = "+passages"  # ... and every memory has its passages (migration 0009)
 
 
-def _log_index_failure(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("building the recall index failed", exc_info=task.exception())
+def _log_failure(what: str) -> Callable[[asyncio.Task[None]], None]:
+    """A done-callback that logs a background task's exception as ``what`` failed."""
+
+    def done(task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%s failed", what, exc_info=task.exception())
+
+    return done
 
 
-def _log_repair_failure(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("embedding damaged vector rows again failed", exc_info=task.exception())
+_log_index_failure = _log_failure("building the recall index")
+_log_repair_failure = _log_failure("embedding damaged vector rows again")
 
 
 async def _cancel(task: asyncio.Task[None] | None) -> None:
@@ -620,12 +623,7 @@ class Daemon:
         recipe unless it is the one rows were cut by before recipes had names), then
         ``+passages``, which marks stores whose passages were backfilled (0009)."""
         encoding = self.cfg.encoding
-        models = vector_models(
-            self.embedder.name,
-            encoding.passage_lead_words,
-            encoding.passage_cap,
-            splitter=SPLITTER,
-        )
+        models = row_models(self.embedder.name, encoding.passage_lead_words, encoding.passage_cap)
         return models.passages + _PASSAGES
 
     async def _cycle_agents(self) -> list[ScheduledAgent]:

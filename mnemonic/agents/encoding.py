@@ -38,7 +38,7 @@ from mnemonic.encoding.linking import (
     may_merge,
     supersessions,
 )
-from mnemonic.encoding.passages import SPLITTER, embed_with_passages
+from mnemonic.encoding.passages import embed_with_passages, row_models
 from mnemonic.events.types import (
     AssociationCreated,
     Context,
@@ -60,7 +60,6 @@ from mnemonic.store.base import (
     PendingMemory,
 )
 from mnemonic.store.models import Memory, MemoryState, Relation, Source
-from mnemonic.store.vector_rows import vector_models
 from mnemonic.timeutil import ensure_utc
 
 log = logging.getLogger(__name__)
@@ -106,9 +105,7 @@ class EncodingAgent:
         self._embedder = embedder
         self._cfg = cfg
         # what the vector rows it writes record (the passages' recipe comes from cfg)
-        self._models = vector_models(
-            embedder.name, cfg.passage_lead_words, cfg.passage_cap, splitter=SPLITTER
-        )
+        self._models = row_models(embedder.name, cfg.passage_lead_words, cfg.passage_cap)
         self._clock = clock
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         # memory ids queued, in flight or waiting for a retry: the sweep skips them

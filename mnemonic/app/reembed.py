@@ -10,10 +10,9 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
-from mnemonic.encoding.passages import SPLITTER, embed_passages, embed_with_passages
+from mnemonic.encoding.passages import embed_passages, embed_with_passages, row_models
 from mnemonic.llm.embedding import EmbeddingProvider
 from mnemonic.store.sqlite import SQLiteStore
-from mnemonic.store.vector_rows import vector_models
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +53,7 @@ async def _reembed(
     passage_lead_words: int,
     passage_cap: int,
 ) -> None:
-    models = vector_models(embedder.name, passage_lead_words, passage_cap, splitter=SPLITTER)
+    models = row_models(embedder.name, passage_lead_words, passage_cap)
     progress.done = 0
     progress.total = await store.count_stale_vectors(models)
     progress.running = progress.total > 0

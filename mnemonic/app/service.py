@@ -13,7 +13,7 @@ from typing import Any
 
 from mnemonic.config import Config
 from mnemonic.encoding.heuristic import encode
-from mnemonic.encoding.passages import SPLITTER, embed_with_passages
+from mnemonic.encoding.passages import embed_with_passages, row_models
 from mnemonic.encoding.text import content_hash
 from mnemonic.errors import InvalidInputError, NotFoundError, StorageUnavailable
 from mnemonic.events.types import (
@@ -55,7 +55,6 @@ from mnemonic.store.models import (
     RawStatus,
     Source,
 )
-from mnemonic.store.vector_rows import vector_models
 from mnemonic.timeutil import new_id
 
 log = logging.getLogger(__name__)
@@ -129,11 +128,8 @@ class MemoryService:
         self._browser = browser
         self._embedder = embedder
         # what an amendment's vector rows record (the passages' recipe comes from cfg)
-        self._models = vector_models(
-            embedder.name,
-            cfg.encoding.passage_lead_words,
-            cfg.encoding.passage_cap,
-            splitter=SPLITTER,
+        self._models = row_models(
+            embedder.name, cfg.encoding.passage_lead_words, cfg.encoding.passage_cap
         )
         self._publish = publish
         self._redact = redact

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from mnemonic.llm.embedding import Vectors
+from mnemonic.store.vector_rows import VectorModels, vector_models
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 """Sentence ends (as measured) and paragraph breaks, which end a note's unit too."""
@@ -32,6 +33,13 @@ SPLITTER = 1
 """The version of how ``passage_texts`` cuts a memory. Raise it with any change to what
 it returns for some content: the passage rows' name carries it (``vector_models``), so
 the next start re-embeds the passages that the old splitter cut."""
+
+
+def row_models(model: str, lead_words: int, cap: int) -> VectorModels:
+    """What the vector rows of ``model`` cut by this splitter with ``lead_words`` and
+    ``cap`` record (``store/vector_rows.py``): every path that writes or checks rows names
+    them here, so none can name another splitter version."""
+    return vector_models(model, lead_words, cap, splitter=SPLITTER)
 
 
 def sentences(content: str) -> list[str]:
