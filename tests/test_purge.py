@@ -4,6 +4,7 @@ against a daemon subprocess."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -11,6 +12,7 @@ import sqlite3
 import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,6 +24,9 @@ from support.daemon_proc import TOKEN as PROC_TOKEN
 from support.daemon_proc import running
 
 from mnemonic.app.activity import ActivityLog, mentions
+from mnemonic.config import StorageConfig
+from mnemonic.encoding.heuristic import encode
+from mnemonic.encoding.text import content_hash
 from mnemonic.events.types import (
     Context,
     MemoryAmended,
@@ -31,7 +36,11 @@ from mnemonic.events.types import (
     WatcherEvent,
 )
 from mnemonic.paths import Paths
-from mnemonic.store.purge import first_line, quoting
+from mnemonic.store.database import Database
+from mnemonic.store.models import NewRaw, Source
+from mnemonic.store.purge import SEQ_MARKS, SQLitePurger, first_line, quoting
+from mnemonic.store.sqlite import SQLiteStore
+from mnemonic.timeutil import utcnow
 
 # ---- helpers -------------------------------------------------------------------------------
 
@@ -478,3 +487,51 @@ def test_answers_match_the_openapi_document(client: TestClient) -> None:
         memory,
         client.delete(f"/api/v1/memories/{one['memory_id']}", params={"purge": "1"}),
     )
+
+
+# ---- a freed seq handed out again ------------------------------------------------------------
+
+
+def test_a_purge_lowers_every_done_through_mark_to_the_newest_seq_left(tmp_path: Path) -> None:
+    """SQLite hands the highest freed ``seq`` out again: a mark left at the purged seq
+    would count the next memory as already grouped, compared, enriched and replayed."""
+
+    async def main() -> None:
+        db = Database(tmp_path / "mnemonic.db", StorageConfig())
+        await db.open()
+        try:
+            store = SQLiteStore(db)
+
+            async def add(text: str) -> tuple[int, str]:
+                raw = NewRaw(text, Source.API, "marks", utcnow(), {})
+                [done] = await store.accept([(raw, encode(text), content_hash(text))], 0.1)
+                memory = await store.get(done.memory_id)
+                assert memory is not None
+                return memory.seq, memory.id
+
+            first, _ = await add("the boiler was serviced in March")
+            newest, newest_id = await add("the boiler needs a new pressure valve")
+            other = {"unrelated.mark": "999"}
+            marks = {key: str(newest) for key in SEQ_MARKS} | other
+            conn = sqlite3.connect(db.path)
+            with conn:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO system_meta (key, value, updated_at)"
+                    " VALUES (?, ?, '2026-01-01')",
+                    marks.items(),
+                )
+            conn.close()
+            await SQLitePurger(db).purge("id", memory_ids=[newest_id])
+
+            conn = sqlite3.connect(db.path)
+            stored = dict(conn.execute("SELECT key, value FROM system_meta").fetchall())
+            conn.close()
+            assert {k: stored[k] for k in SEQ_MARKS} == {k: str(first) for k in SEQ_MARKS}
+            assert stored["unrelated.mark"] == "999"
+            again, _ = await add("the boiler valve was replaced")
+            assert again == newest  # the scenario is real: the freed seq comes back
+            assert all(int(stored[k]) < again for k in SEQ_MARKS)
+        finally:
+            await db.close()
+
+    asyncio.run(main())

@@ -47,7 +47,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from mnemonic.store.consolidation import MERGE_META
 from mnemonic.store.database import Database
+from mnemonic.store.dreaming import CURSOR_META, STRENGTHENED_META
+from mnemonic.store.enrichment import WATERMARK_KEY as ENRICHMENT_WATERMARK_KEY
 from mnemonic.store.episodes import WATERMARK_KEY as EPISODE_WATERMARK_KEY
 from mnemonic.timeutil import to_db, utcnow
 
@@ -355,7 +358,7 @@ def _purge_selected(conn: sqlite3.Connection, scope: Scope, project: str | None)
         conn.execute(f"DELETE FROM memory_passages WHERE seq IN {_IN_SEQS}")
     conn.execute(f"DELETE FROM memories_fts WHERE rowid IN {_IN_SEQS}")
     memories = conn.execute(f"DELETE FROM memories WHERE seq IN {_IN_SEQS}").rowcount
-    _lower_episode_watermark(conn)
+    _lower_seq_marks(conn)
     raw_ids = [r for (r,) in conn.execute("SELECT id FROM temp.purge_raws ORDER BY id")]
     raws = conn.execute(f"DELETE FROM raw_memories WHERE id IN {_IN_RAWS}").rowcount
     counts = PurgeCounts(memories, raws, amendments, associations, len(query_ids))
@@ -452,13 +455,26 @@ def _leave_episodes(conn: sqlite3.Connection) -> None:
         )
 
 
-def _lower_episode_watermark(conn: sqlite3.Connection) -> None:
-    """SQLite hands the highest freed ``seq`` out again: the episoder's watermark must not
-    stay above the newest memory left, or the next memory would never be grouped."""
+SEQ_MARKS = (
+    EPISODE_WATERMARK_KEY,  # grouped into episodes through
+    MERGE_META,  # compared for merges through
+    ENRICHMENT_WATERMARK_KEY,  # enriched by the LLM through
+    CURSOR_META,  # dreaming's replay window starts after
+    STRENGTHENED_META,  # replay has strengthened neighbourhoods through
+)
+"""The ``system_meta`` values that mean "every memory up to this seq is done"."""
+
+
+def _lower_seq_marks(conn: sqlite3.Connection) -> None:
+    """SQLite hands the highest freed ``seq`` out again (``memories.seq`` is a plain
+    ``INTEGER PRIMARY KEY``): a mark left above the newest memory would count the next
+    memory as done, so it would never be grouped, compared for merges, enriched or
+    strengthened on its first replay. Each mark comes down to the newest seq left."""
     conn.execute(
         "UPDATE system_meta SET value = CAST(min(CAST(value AS INTEGER),"
-        " (SELECT coalesce(max(seq), 0) FROM memories)) AS TEXT) WHERE key = ?",
-        (EPISODE_WATERMARK_KEY,),
+        " (SELECT coalesce(max(seq), 0) FROM memories)) AS TEXT)"
+        f" WHERE key IN ({', '.join('?' * len(SEQ_MARKS))})",
+        SEQ_MARKS,
     )
 
 
