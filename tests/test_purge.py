@@ -37,6 +37,7 @@ from mnemonic.events.types import (
 )
 from mnemonic.paths import Paths
 from mnemonic.store.database import Database
+from mnemonic.store.dreaming import QUERY_META
 from mnemonic.store.models import NewRaw, Source
 from mnemonic.store.purge import SEQ_MARKS, SQLitePurger, first_line, quoting
 from mnemonic.store.sqlite import SQLiteStore
@@ -511,7 +512,7 @@ def test_a_purge_lowers_every_done_through_mark_to_the_newest_seq_left(tmp_path:
 
             first, _ = await add("the boiler was serviced in March")
             newest, newest_id = await add("the boiler needs a new pressure valve")
-            other = {"unrelated.mark": "999"}
+            other = {"unrelated.mark": "999", QUERY_META: "7"}  # no query is logged
             marks = {key: str(newest) for key in SEQ_MARKS} | other
             conn = sqlite3.connect(db.path)
             with conn:
@@ -528,6 +529,7 @@ def test_a_purge_lowers_every_done_through_mark_to_the_newest_seq_left(tmp_path:
             conn.close()
             assert {k: stored[k] for k in SEQ_MARKS} == {k: str(first) for k in SEQ_MARKS}
             assert stored["unrelated.mark"] == "999"
+            assert stored[QUERY_META] == "0"
             again, _ = await add("the boiler valve was replaced")
             assert again == newest  # the scenario is real: the freed seq comes back
             assert all(int(stored[k]) < again for k in SEQ_MARKS)

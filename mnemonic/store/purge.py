@@ -49,7 +49,7 @@ from typing import Literal
 
 from mnemonic.store.consolidation import MERGE_META
 from mnemonic.store.database import Database
-from mnemonic.store.dreaming import CURSOR_META, STRENGTHENED_META
+from mnemonic.store.dreaming import CURSOR_META, QUERY_META, STRENGTHENED_META
 from mnemonic.store.enrichment import WATERMARK_KEY as ENRICHMENT_WATERMARK_KEY
 from mnemonic.store.episodes import WATERMARK_KEY as EPISODE_WATERMARK_KEY
 from mnemonic.timeutil import to_db, utcnow
@@ -475,6 +475,13 @@ def _lower_seq_marks(conn: sqlite3.Connection) -> None:
         " (SELECT coalesce(max(seq), 0) FROM memories)) AS TEXT)"
         f" WHERE key IN ({', '.join('?' * len(SEQ_MARKS))})",
         SEQ_MARKS,
+    )
+    # the same for the logged queries dreaming has read (a purge removes those that quote
+    # or returned the purged text): their rowids are handed out again too
+    conn.execute(
+        "UPDATE system_meta SET value = CAST(min(CAST(value AS INTEGER),"
+        " (SELECT coalesce(max(rowid), 0) FROM retrieval_queries)) AS TEXT) WHERE key = ?",
+        (QUERY_META,),
     )
 
 
