@@ -18,6 +18,11 @@ when it is taken out. Agents the daemon does not have are left out and said so.
 
     python bench/cognition.py [--datasets locomo,longmemeval] [--lme-limit N] [--days 3]
         [--rounds 4] [--no-ablation] [--llm none|scripted] [--set section.key=value ...] [--json]
+        [--dump DIR]
+
+``--dump DIR`` writes each question's top ten, as scored, to ``DIR/DATASET-CONFIG.jsonl``
+(the question, its evidence or answer sessions, each result's labels, score and text), for
+reading why a question misses without writing another script.
 
 ``--llm scripted`` gives every configuration the scripted OpenAI-compatible stand-in of
 ``lifecycle_scripted_llm.py`` (NOT a model: each answer is copied from its prompt) for the
@@ -253,7 +258,24 @@ def template(dataset: str, limit: int | None) -> Path:
 # --- one configuration ---------------------------------------------------------------------
 
 
-def ask_locomo(client: Any, spaces: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+Answers = list[dict[str, Any]]
+"""Each question's top ten as the bench scored it (``--dump``), for reading the misses."""
+
+
+def _shown(result: dict[str, Any], label: Any) -> dict[str, Any]:
+    return {
+        "label": label,
+        "score": result["score"],
+        "text": result["memory"]["content"][:DUMP_CHARS],
+    }
+
+
+DUMP_CHARS = 200
+
+
+def ask_locomo(
+    client: Any, spaces: list[dict[str, Any]], answers: Answers
+) -> dict[str, dict[str, float]]:
     rows: list[tuple[int, dict[str, float]]] = []
     for space in spaces:
         for q in space["questions"]:
@@ -262,12 +284,23 @@ def ask_locomo(client: Any, spaces: list[dict[str, Any]]) -> dict[str, dict[str,
                 json={"query": q["question"], "project": space["project"], "limit": 10},
             )
             resp.raise_for_status()
-            ranked = [space["ids"].get(r["memory"]["id"], []) for r in resp.json()["results"]]
+            results = resp.json()["results"]
+            ranked = [space["ids"].get(r["memory"]["id"], []) for r in results]
             rows.append((q["category"], locomo.metrics(ranked, q["evidence"])))
+            answers.append(
+                {
+                    "question": q["question"],
+                    "category": q["category"],
+                    "evidence": q["evidence"],
+                    "results": [_shown(r, dias) for r, dias in zip(results, ranked, strict=True)],
+                }
+            )
     return locomo.summarise(rows)
 
 
-def ask_longmemeval(client: Any, spaces: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+def ask_longmemeval(
+    client: Any, spaces: list[dict[str, Any]], answers: Answers
+) -> dict[str, dict[str, float]]:
     rows: list[tuple[str, dict[str, float]]] = []
     asked = question_dates()
     for space in spaces:
@@ -282,14 +315,22 @@ def ask_longmemeval(client: Any, spaces: list[dict[str, Any]]) -> dict[str, dict
         )
         resp.raise_for_status()
         ids = space["ids"]
-        ranked = [
-            ids[r["memory"]["id"]] for r in resp.json()["results"] if r["memory"]["id"] in ids
-        ]
+        results = [r for r in resp.json()["results"] if r["memory"]["id"] in ids]
+        ranked = [ids[r["memory"]["id"]] for r in results]
         rows.append(
             (
                 space["type"],
                 longmemeval.metrics(ranked, set(space["answer_sessions"]), space["newest"]),
             )
+        )
+        answers.append(
+            {
+                "question": space["question"],
+                "type": space["type"],
+                "answer_sessions": space["answer_sessions"],
+                "newest": space["newest"],
+                "results": [_shown(r, turn) for r, turn in zip(results, ranked, strict=True)],
+            }
         )
     return longmemeval.summarise(rows)
 
@@ -362,9 +403,10 @@ def run_config(
     spaces = json.loads((folder / "spaces.json").read_text())
     # the bench runs the agents itself: anything else would run agents an ablation turned off
     settings = {**QUIET, **settings}
-    ask: Callable[[Any, list[dict[str, Any]]], dict[str, dict[str, float]]] = (
+    ask: Callable[[Any, list[dict[str, Any]], Answers], dict[str, dict[str, float]]] = (
         ask_locomo if dataset == "locomo" else ask_longmemeval
     )
+    answers: Answers = []
     with tempfile.TemporaryDirectory(prefix="mnemonic-cognition-") as tmp:
         home = Path(tmp) / "home"
         shutil.copytree(folder / "home", home)
@@ -389,8 +431,8 @@ def run_config(
                             "summary": record["summary"],
                         }
                     )
-            table = ask(client, spaces)
-    return {"table": table, "agents": run, "missing": missing, "phase": phase}
+            table = ask(client, spaces, answers)
+    return {"table": table, "agents": run, "missing": missing, "phase": phase, "answers": answers}
 
 
 # --- report ----------------------------------------------------------------------------------
@@ -423,6 +465,24 @@ def print_table(dataset: str, results: dict[str, dict[str, Any]]) -> None:
         print(f"| {name} | {cells} |")
 
 
+def dump_answers(folder: Path, dataset: str, results: dict[str, dict[str, Any]]) -> None:
+    """One JSON line per question and configuration: the question, what answers it (LoCoMo:
+    evidence turn ids; LongMemEval: answer sessions) and the top ten as scored (each
+    result's labels, score and first characters). The report keeps only the tables."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, result in results.items():
+        path = folder / f"{dataset}-{name.replace(' ', '')}.jsonl"
+        with path.open("w") as handle:
+            for answer in result["answers"]:
+                handle.write(json.dumps(answer) + "\n")
+        print(f"  {dataset} {name}: answers in {path}", file=sys.stderr)
+
+
+def _drop_answers(results: dict[str, dict[str, Any]]) -> None:
+    for result in results.values():
+        result.pop("answers", None)
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -443,6 +503,12 @@ def main() -> None:
     parser.add_argument("--llm", choices=("none", "scripted"), default="none")
     parser.add_argument("--set", action="append", default=[], help="section.key=value")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--dump",
+        type=Path,
+        metavar="DIR",
+        help="write each question's top ten to DIR/DATASET-CONFIGURATION.jsonl",
+    )
     args = parser.parse_args()
     with scripted_llm(args.llm == "scripted") as (llm_settings, server):
         if server is not None:
@@ -481,6 +547,9 @@ def run_all(args: argparse.Namespace, llm_settings: dict[str, str]) -> dict[str,
             t0 = time.perf_counter()
             results[name] = run_config(folder, dataset, chosen, args.days, settings, args.rounds)
             print(f"  {dataset} {name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        if args.dump:
+            dump_answers(args.dump, dataset, results)
+        _drop_answers(results)
         report["datasets"][dataset] = results
         if not args.json:
             print_table(dataset, results)
