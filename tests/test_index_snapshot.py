@@ -539,19 +539,63 @@ def test_a_purge_leaves_nothing_of_the_memory_in_the_snapshot(
     assert np.load(folder / "columns.salience.npy")[seq] == 0
 
 
-def test_a_purge_on_hnsw_saves_no_snapshot(
+def _stored(folder: Path, part: str, keys: list[int]) -> list[bytes]:
+    """The int8 bytes the saved HNSW file of ``part`` holds for ``keys``."""
+    from mnemonic.index.hnsw import Index  # usearch after onnxruntime (see there)
+
+    index = Index.restore(str(folder / f"{part}.usearch"))
+    assert index is not None
+    return [np.asarray(index.get(key, dtype=np.int8)).tobytes() for key in keys]
+
+
+def test_a_purge_on_hnsw_overwrites_the_vectors_and_checkpoints_go_on(
     make_client: Callable[..., TestClient], paths: Paths
 ) -> None:
-    """usearch keeps a removed vector's bytes in its file: after a purge the HNSW index
-    is not written; the next start builds from SQLite."""
+    """usearch keeps a removed vector's bytes in its file until an add reuses the slot.
+    After a purge the index overwrites every freed slot (``HnswVectors.scrub``), so the
+    next checkpoint holds nothing of the purged memory (vector, passages, sign bits) and
+    the next start loads it instead of building from SQLite."""
+    texts = [f"{a}. {b}" for a, b in zip(_hnsw_texts(24), reversed(_hnsw_texts(24)), strict=True)]
     first = make_client(recall={"vector_exact_max": 10})
-    ids = _fill(first, _hnsw_texts(20))
+    ids = _fill(first, texts)
+    index = first.daemon.index  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 30
+    while "numpy-exact" in (index.vectors.kind, index.passages.vectors.kind):
+        assert time.monotonic() < deadline, "no switch to HNSW"
+        time.sleep(0.05)
     _stop(first)
+    folder = _folder(paths)
+    with sqlite3.connect(paths.database) as conn:
+        (seq,) = conn.execute("SELECT seq FROM memories WHERE id = ?", (ids[0],)).fetchone()
+    rows = [int(r) for r in np.flatnonzero(np.load(folder / "passages.owner.npy") == seq)]
+    assert len(rows) == 2  # its two sentences
+    vector_bytes = _stored(folder, "vectors", [seq])
+    passage_bytes = _stored(folder, "passages", rows)
+    assert all(b in (folder / "vectors.usearch").read_bytes() for b in vector_bytes)  # control
+    assert np.any(np.load(folder / "vectors.signs.npy")[seq])
+
     second = make_client(recall={"vector_exact_max": 10})
-    assert second.daemon.index.vectors.kind.startswith("usearch-hnsw")  # type: ignore[attr-defined]
+    assert _recall_index(second)["built_from"] == "snapshot"
     assert second.post("/api/v1/purge", json={"memory_ids": [ids[0]]}).status_code == 200
+    _wait_gone(folder)  # the old checkpoint held the purged memory
+    index = second.daemon.index  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 10
+    while index.forgot_since_build:
+        assert time.monotonic() < deadline, "the freed slots were not overwritten"
+        time.sleep(0.02)
     _stop(second)
-    assert not _folder(paths).exists()
+
+    meta = json.loads((folder / META).read_text())
+    assert meta["vectors"].startswith("usearch-hnsw") and meta["passages"].startswith("usearch")
+    saved = (folder / "vectors.usearch").read_bytes()
+    assert not any(b in saved for b in vector_bytes)
+    saved = (folder / "passages.usearch").read_bytes()
+    assert not any(b in saved for b in passage_bytes)
+    assert not np.any(np.load(folder / "vectors.signs.npy")[seq])
+    assert not np.any(np.load(folder / "passages.signs.npy")[rows])
+    third = make_client(recall={"vector_exact_max": 10})
+    assert _recall_index(third)["built_from"] == "snapshot"
+    _check(third)
 
 
 def test_with_the_setting_off_nothing_is_saved_and_an_old_snapshot_goes(

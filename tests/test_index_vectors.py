@@ -458,3 +458,82 @@ def test_make_room_leaves_a_quarter_of_headroom_for_later_writes() -> None:
     assert index._vecs is matrix  # no copy
     assert len(index) == 1250
     assert index.search(more[-1], 1)[0][0] == 1249
+
+
+# ---- scrubbing freed slots (a purge) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("quantisation", ["f32", "i8"])
+def test_hnsw_scrub_overwrites_every_freed_slot(tmp_path: Path, quantisation: str) -> None:
+    """A removed vector's bytes stay in usearch's file until its slot is reused; after
+    ``scrub`` no removed vector is left in a saved file, whether it was freed by a purge
+    or earlier by an update, and the live vectors answer as before."""
+    rng = np.random.default_rng(8)
+    n, dim = 600, 32
+    vecs = clustered(rng, n, dim)
+    seqs = np.arange(1, n + 1, dtype=np.int64)
+    hnsw = HnswVectors(dim, quantisation=quantisation, exact_rows=10, scan_ratio=0.0)
+    hnsw.set(seqs, vecs)
+    dtype = np.float32 if quantisation == "f32" else np.int8
+
+    def stored(keys: npt.NDArray[np.int64]) -> list[bytes]:
+        return [np.asarray(hnsw._index.get(int(k), dtype=dtype)).tobytes() for k in keys]
+
+    updated = seqs[:40]  # their old vectors sit in freed slots once they are replaced
+    old_bytes = stored(updated)
+    hnsw.set(updated, clustered(rng, len(updated), dim))
+    purged = seqs[100:130]
+    purged_bytes = stored(purged)
+    hnsw.remove(purged)
+    before = hnsw.search_many(vecs[200:220], 10, [None] * 20, [None] * 20)
+    path = tmp_path / "before.usearch"
+    hnsw.save(path)
+    kept = path.read_bytes()
+    assert sum(b in kept for b in purged_bytes + old_bytes) > 0  # what scrub is for
+
+    assert hnsw.scrub()
+    hnsw.save(path)
+    saved = path.read_bytes()
+    assert [b for b in purged_bytes + old_bytes if b in saved] == []
+    assert not np.any(hnsw.signs[purged])
+    assert len(hnsw) == n - len(purged)
+    after = hnsw.search_many(vecs[200:220], 10, [None] * 20, [None] * 20)
+    live = {int(s) for s in seqs} - {int(s) for s in purged}
+    assert all(s in live for hits in after for s, _ in hits)  # no filler key answers
+    overlap = np.mean(
+        [
+            len({s for s, _ in a} & {s for s, _ in b}) / 10
+            for a, b in zip(before, after, strict=True)
+        ]
+    )
+    assert overlap >= 0.9
+    assert hnsw.scrub()  # nothing freed any more: nothing to do
+
+
+def test_hnsw_scrub_declines_more_freed_slots_than_it_takes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import mnemonic.index.hnsw as hnsw_module
+
+    monkeypatch.setattr(hnsw_module, "SCRUB_MAX", 8)
+    rng = np.random.default_rng(9)
+    seqs = np.arange(1, 101, dtype=np.int64)
+    hnsw = HnswVectors(16, quantisation="f32")
+    hnsw.set(seqs, clustered(rng, 100, 16))
+    hnsw.remove(seqs[:9])
+    assert not hnsw.scrub()  # nine freed slots, eight allowed: left for a rebuild
+    hnsw.set(np.array([500], dtype=np.int64), clustered(rng, 1, 16))  # reuses one slot
+    assert hnsw.scrub()
+
+
+def test_adaptive_scrub_waits_for_a_switch_under_way() -> None:
+    rng = np.random.default_rng(10)
+    vectors = AdaptiveVectors(16, exact_max=20)
+    vectors.set(np.arange(1, 31, dtype=np.int64), clustered(rng, 30, 16))
+    assert vectors.scrub()  # exact: removed rows are blanked, nothing to overwrite
+    build = vectors.begin_switch()
+    vectors.remove(np.array([3, 4], dtype=np.int64))
+    assert not vectors.scrub()  # the graph being built replays the removal
+    vectors.finish_switch(build())
+    assert vectors.kind.startswith("usearch-hnsw")
+    assert vectors.scrub()

@@ -189,7 +189,7 @@ class Checkpointer:
             stop.set()  # the writer's thread gives up between two files
             raise
         except NotSaved as exc:
-            if str(exc) != self.last_error:  # e.g. after a purge on HNSW, until a rebuild
+            if str(exc) != self.last_error:  # e.g. a purge's HNSW slots not yet overwritten
                 log.info("recall index checkpoint not saved: %s", exc)
             self.last_error = str(exc)
             return None

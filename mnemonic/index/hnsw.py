@@ -91,6 +91,9 @@ below it the scan also has the better recall (``bench/vectors.py``)."""
 _MAX_COUNT = 8192
 """Beyond this many neighbours a graph search costs more than it saves (about 50 ms)."""
 _LOAD_BLOCK = 16384
+SCRUB_MAX = 256
+"""Most freed slots :meth:`HnswVectors.scrub` overwrites in one go (see there)."""
+_FILLER_KEY = np.uint64(2**62)  # scrub's temporary keys: far above any seq or passage row
 Signs = npt.NDArray[np.uint64]
 
 
@@ -286,6 +289,44 @@ class HnswVectors:
             self._index.remove(seqs.astype(np.uint64))
             self._count -= len(seqs)
             self._mark(seqs, False)
+            self._signs[seqs] = 0  # a checkpoint saves the signs: none of a removed vector
+
+    def scrub(self) -> bool:
+        """Overwrite every freed slot of the graph, so a saved file holds nothing of a
+        removed vector (a purge): usearch only marks a removed node deleted, and its
+        vector bytes stay in the file until an add reuses the slot. Adds reuse freed
+        slots while any is left, so one filler vector per freed slot, under keys no seq
+        takes, then removed again, leaves filler bytes in every one.
+
+        True when that is checked done: the slot count (``stats.nodes``, live and freed)
+        did not grow, so every filler went into a freed slot. False when it grew (a
+        usearch that no longer reuses slots) or when more than ``SCRUB_MAX`` slots are
+        free (a project purge): the caller must then treat the file as holding purged
+        bytes, and a start rebuilds it. Freed slots stay freed after a scrub (they hold
+        filler bytes now) until adds reuse them, so a later scrub overwrites them again:
+        the count is of every freed slot, not of the last purge's.
+
+        The lock is held throughout, so no search sees a filler and no write lands
+        between the adds and the check; writes on the event loop wait for it. Measured
+        at 100k 384-d int8 vectors (usearch 2.26): 6 ms for 4 freed slots, 29 ms for 64,
+        93 ms for 250, hence the cap. Fillers are random, so the links they take from live
+        nodes (lost again when they go) are spread over the graph, not taken around one
+        point."""
+        with self._lock:
+            self._materialise()
+            index = self._index
+            slots = int(index.stats.nodes)
+            freed = slots - len(index)
+            if freed <= 0:
+                return True
+            if freed > SCRUB_MAX:
+                return False
+            keys = _FILLER_KEY + np.arange(freed, dtype=np.uint64)
+            noise = np.random.default_rng(freed).standard_normal((freed, self._dim))
+            index.add(keys, self._prepare(noise.astype(np.float32)), threads=0)
+            reused = int(index.stats.nodes) == slots
+            index.remove(keys)
+            return reused
 
     def load(self, seqs: I64, matrix: F32) -> None:
         """Build from ``matrix[i]`` = vector of ``seqs[i]``, in blocks (no full copy)."""

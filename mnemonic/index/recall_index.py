@@ -67,6 +67,12 @@ RESYNC = _Resync()
 
 _INLINE_DELTAS = 32  # writes queued during a build applied on the loop as it ends
 _CATCH_UP_ROUNDS = 8  # worker-thread rounds of catching up before the loop takes the rest
+SCRUB_RETRY_S = 60.0  # after a scrub that could not be done (index/hnsw.py SCRUB_MAX)
+
+
+def _scrub_all(parts: tuple[AdaptiveVectors, ...]) -> bool:
+    """Each part's ``scrub`` in turn, stopping at the first that cannot be done."""
+    return all(part.scrub() for part in parts)
 
 
 class RecallIndex:
@@ -91,7 +97,12 @@ class RecallIndex:
         self.built_from: Literal["sqlite", "snapshot"] | None = None
         self.replayed = 0  # log keys replayed onto the snapshot at the last load
         self.damaged = 0  # vector rows the last build or replay left out (builder.py)
-        self.forgot_since_build = False  # a purge: an HNSW index holds its vectors' bytes
+        # a purge since the HNSW graphs were built or scrubbed: they may hold its bytes
+        self.forgot_since_build = False
+        self._purges = 0  # changes that deleted memories, applied (the scrub's mark)
+        self._scrubbing: asyncio.Task[None] | None = None
+        self._scrub_after = 0.0  # time.monotonic() before which no scrub is tried again
+        self._switches = 0  # switches to HNSW finished (a scrub that met one tries again)
         self.last_error: str | None = None
         self.last_change = 0.0  # time.monotonic() of the last change applied
         self.on_stale: Callable[[], None] | None = None  # the daemon schedules a rebuild
@@ -179,6 +190,7 @@ class RecallIndex:
             self.columns.upsert(delta.rows)
         if delta.gone:
             self.forgot_since_build = True
+            self._purges += 1
             self.columns.remove(delta.gone)
             for seq in delta.gone:
                 self.fulltext.apply(seq, None)
@@ -210,6 +222,8 @@ class RecallIndex:
         HNSW or a compaction started when the parts have grown into one."""
         if forgot and self.on_forgot is not None:
             self.on_forgot()
+        if self.forgot_since_build:
+            self._start_scrub()
         for what, vectors in (("vectors", self.vectors), ("passages", self.passages.vectors)):
             if what not in self._switching and vectors.needs_switch:
                 self._switching[what] = asyncio.get_running_loop().create_task(
@@ -241,10 +255,45 @@ class RecallIndex:
             if vectors is self._adaptive(what):  # not replaced by a rebuild meanwhile
                 vectors.finish_switch(hnsw)
                 log.info("%s search switched to %s at %d rows", what, vectors.kind, len(vectors))
+                self._switches += 1
+                if self.forgot_since_build:  # the new graph replayed a purge's removals
+                    self._scrub_after = 0.0
+                    self._start_scrub()
         except Exception:
             log.exception("building the HNSW index of the %s failed; exact search goes on", what)
         finally:
             self._switching.pop(what, None)
+
+    def _start_scrub(self) -> None:
+        if self._scrubbing is None and time.monotonic() >= self._scrub_after:
+            self._scrubbing = asyncio.get_running_loop().create_task(
+                self._scrub(), name="mnemonic:index-scrub"
+            )
+
+    async def _scrub(self) -> None:
+        """After a purge, overwrite what the HNSW graphs keep of removed vectors (in a
+        worker thread: milliseconds for a few memories), so checkpoints can be saved
+        again at once instead of after the next start's build from SQLite. Until it is
+        done, or when it cannot be (a switch under way: it runs again when the switch
+        ends; a purge of more than ``SCRUB_MAX`` rows), no HNSW checkpoint is saved."""
+        try:
+            while self.forgot_since_build:
+                mark, switches = self._purges, self._switches
+                parts = (self.vectors, self.passages.vectors)
+                done = await asyncio.to_thread(_scrub_all, parts)
+                if not done:
+                    if self._switches != switches:  # a switch ended meanwhile: its graph
+                        continue
+                    if not any(part.switching for part in parts):  # its end starts one
+                        # too many freed slots: later adds reuse some, a later try may pass
+                        self._scrub_after = time.monotonic() + SCRUB_RETRY_S
+                    return
+                if mark == self._purges and parts == (self.vectors, self.passages.vectors):
+                    self.forgot_since_build = False
+        except Exception:  # the flag stays: no HNSW checkpoint until a start rebuilds
+            log.exception("overwriting purged vectors in the HNSW index failed")
+        finally:
+            self._scrubbing = None
 
     async def _compact(self) -> None:
         """Fold the graph's overlay and the full text's delta into new base arrays in a

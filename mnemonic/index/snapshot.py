@@ -20,9 +20,10 @@ means a build from SQLite. The snapshot is also refused when the embedding model
 dimension or format differ, or when any file fails its checks, and it is deleted then.
 
 Purges: it holds vectors and postings derived from memory content, so a purge deletes it
-(the next checkpoint has nothing of the purged memory), and an HNSW index that has lost
-memories since it was built is not saved at all (usearch keeps a removed vector's bytes
-in its file). Removed columns rows, vectors and postings are blanked or folded out first.
+(the next checkpoint has nothing of the purged memory). Removed columns rows, vectors,
+sign bits and postings are blanked or folded out first; usearch keeps a removed vector's
+bytes in its file until the slot is reused, so an HNSW index that lost memories is not
+saved until its freed slots are overwritten (``HnswVectors.scrub``, run after a purge).
 
 Format: a folder holding ``meta.json`` (format version, store, token, log position, model,
 dim, counts, and per file its dtype, shape, size and SHA-256) and one ``.npy`` file per
@@ -241,7 +242,7 @@ def save_snapshot(
         if isinstance(each.active, ExactVectors) != (len(each) <= each.exact_max):
             raise NotSaved(f"the {what} index is not the kind a start would build")
         if not isinstance(each.active, ExactVectors) and index.forgot_since_build:
-            raise NotSaved(f"memories were purged since the HNSW {what} index was built")
+            raise NotSaved(f"the HNSW {what} index still holds purged vectors")
     columns, projects = index.columns.export()
     text = index.fulltext.export()
     csr = index.graph.export()

@@ -483,6 +483,16 @@ class AdaptiveVectors:
             raise ValueError("dimension differs")
         self._active = index
 
+    def scrub(self) -> bool:
+        """Leave nothing of removed vectors in what a checkpoint would save: nothing to do
+        for the exact index (its removed rows are blanked); the HNSW graph's freed slots
+        overwritten (``HnswVectors.scrub``). False during a switch: the graph being built
+        replays the removals made meanwhile, so it is scrubbed once it takes over."""
+        if self._pending is not None:
+            return False
+        active = self._active
+        return True if isinstance(active, ExactVectors) else active.scrub()
+
     def begin_switch(self) -> Callable[[], HnswVectors]:
         """Start recording writes and return the heavy build for a worker thread."""
         from mnemonic.index.hnsw import HnswVectors
