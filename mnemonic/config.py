@@ -256,7 +256,18 @@ class RecallConfig(_Section):
         "linear", description="linear = weighted min-max scores; rrf = reciprocal-rank fusion."
     )
     rrf_k: float = Field(60.0, gt=0, description="Reciprocal-rank-fusion constant.")
-    fts_weight: float = Field(1.3, ge=0, description="Weight of the full-text ranking in fusion.")
+    fts_weight: float = Field(
+        1.3,
+        ge=0,
+        description="Weight of the full-text ranking in fusion, for a question that names"
+        " something (a name, a number, an identifier).",
+    )
+    fts_weight_plain: float = Field(
+        1.0,
+        ge=0,
+        description="Weight of the full-text ranking for a question that names nothing"
+        " (recall/naming.py): a described answer is matched better by meaning.",
+    )
     vector_weight: float = Field(1.0, ge=0, description="Weight of the vector ranking in fusion.")
     passage_vectors: bool = Field(
         True,

@@ -36,7 +36,7 @@ from mnemonic.encoding import (
 from mnemonic.events.types import WatcherEvent
 from mnemonic.perception import frequency, projects, score
 from mnemonic.perception.filter import HeuristicFilter, event_text
-from mnemonic.recall import evidence, fts_query, mmr
+from mnemonic.recall import evidence, fts_query, intent, mmr, naming, when
 from mnemonic.redact import is_secret_path, redact, redact_json
 from mnemonic.store.models import MemoryType
 
@@ -163,6 +163,9 @@ FUNCTIONS: dict[str, Callable[[str], object]] = {
         evidence.content_terms(fts_query.query_terms(s[:2000])), s
     ),
     "mmr.word_pairs": mmr.word_pairs,
+    "intent.asks_across_events": intent.asks_across_events,
+    "naming.names_something": naming.names_something,
+    "when.time_window": lambda s: when.time_window(s, _NOW),
 }
 
 

@@ -30,6 +30,7 @@ from mnemonic.recall.fts_query import query_terms
 from mnemonic.recall.fusion import linear, rrf
 from mnemonic.recall.intent import asks_across_events
 from mnemonic.recall.mmr import Duplicates, mmr_order
+from mnemonic.recall.naming import names_something
 from mnemonic.recall.query_cache import QueryVectors
 from mnemonic.recall.ranking import (
     Ranked,
@@ -54,6 +55,10 @@ from mnemonic.timeutil import ensure_utc, utcnow
 
 EVIDENCE_FTS_HITS = 10  # full-text hits whose word coverage is measured per query
 T = TypeVar("T")
+
+
+_Fusion = tuple[tuple[int, int], float]
+"""(depths of the full-text and vector entry points, this question's full-text weight)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +196,7 @@ class Recaller:
         cfg = self._cfg
         stages = _Stages()
         terms = query_terms(query)
+        fts_weight = cfg.fts_weight if names_something(query) else cfg.fts_weight_plain
         depths = (max(cfg.fts_candidates, limit), max(cfg.vector_candidates, limit))
         keep = max(cfg.mmr_pool, limit) * 2
         in_memory = self._index.ready and cfg.index == "memory"
@@ -198,9 +204,11 @@ class Recaller:
         if cfg.when_weight > 0:
             window = time_window(query, asked_at or filters.as_of or utcnow())
         if in_memory:
-            found = await self._in_memory(query, terms, filters, depths, keep, stages, window)
+            found = await self._in_memory(
+                query, terms, filters, (depths, fts_weight), keep, stages, window
+            )
         else:
-            found = await self._from_sql(terms, filters, depths, keep, stages, window)
+            found = await self._from_sql(terms, filters, (depths, fts_weight), keep, stages, window)
         pool_size = max(cfg.mmr_pool, limit)
         top_fts = found.fts_ranked[:EVIDENCE_FTS_HITS]
         wanted = [r.seq for r in found.ranked[:pool_size]] + top_fts
@@ -272,12 +280,13 @@ class Recaller:
         query: str,
         terms: list[str],
         filters: Filters,
-        depths: tuple[int, int],
+        fusion: _Fusion,
         keep: int,
         stages: _Stages,
         window: TimeWindow | None,
     ) -> _Candidates:
         index = self._index
+        depths = fusion[0]
         # the full-text entry point runs while the query is embedded (two threads)
         full_text = self._off_loop(
             index.full_text, terms, filters, depths[0], self._cfg.fts_match_budget
@@ -286,7 +295,7 @@ class Recaller:
         allowed, fts_hits = await full_text
         stages.lap("entry")
         found = await self._off_loop(
-            self._rank_in_memory, vector, allowed, fts_hits, filters, depths, keep, terms, window
+            self._rank_in_memory, vector, allowed, fts_hits, filters, fusion, keep, terms, window
         )
         stages.lap("rank")
         return found
@@ -297,15 +306,16 @@ class Recaller:
         allowed: BoolArray,
         fts_hits: list[tuple[int, float]],
         filters: Filters,
-        depths: tuple[int, int],
+        fusion: _Fusion,
         keep: int,
         terms: list[str],
         window: TimeWindow | None,
     ) -> _Candidates:
         index = self._index
+        depths = fusion[0]
         passages = self._cfg.passage_vectors
         vector_hits = index.nearest(vector, depths[1], allowed, filters, passages=passages)
-        direct = self._fuse(fts_hits, vector_hits, depths)
+        direct = self._fuse(fts_hits, vector_hits, fusion)
         within = _within(filters, window)
         windowed: list[tuple[int, float]] = []
         if within is not None:
@@ -315,7 +325,7 @@ class Recaller:
                 terms, within, depths[0], self._cfg.fts_match_budget
             )
             windowed = index.nearest(vector, depths[1], allowed_within, within, passages=passages)
-            for seq, value in self._fuse(fts_within, windowed, depths).items():
+            for seq, value in self._fuse(fts_within, windowed, fusion).items():
                 direct[seq] = max(direct.get(seq, 0.0), value)
         flow = spread_arrays(self._seeds(direct), index.graph, allowed, self._spread)
         cfg = self._cfg
@@ -375,19 +385,20 @@ class Recaller:
         self,
         terms: list[str],
         filters: Filters,
-        depths: tuple[int, int],
+        fusion: _Fusion,
         keep: int,
         stages: _Stages,
         window: TimeWindow | None,
     ) -> _Candidates:
         """No windowed entry point here (the index is being built): the boost only."""
+        depths = fusion[0]
         fts_hits: list[tuple[int, float]] = []
         if terms:
             fts_hits = await self._search.full_text(
                 terms, filters, depths[0], self._cfg.fts_match_budget
             )
         stages.lap("entry")
-        direct = self._fuse(fts_hits, [], depths)
+        direct = self._fuse(fts_hits, [], fusion)
 
         async def fetch(seqs: Sequence[int]) -> list[Association]:
             return await self._associations.neighbours(seqs, filters)
@@ -415,10 +426,11 @@ class Recaller:
         self,
         fts_hits: list[tuple[int, float]],
         vector_hits: list[tuple[int, float]],
-        depths: tuple[int, int],
+        fusion: _Fusion,
     ) -> dict[int, float]:
         cfg = self._cfg
-        entry = [(fts_hits, cfg.fts_weight), (vector_hits, cfg.vector_weight)]
+        depths, fts_weight = fusion
+        entry = [(fts_hits, fts_weight), (vector_hits, cfg.vector_weight)]
         if cfg.fusion == "linear":
             return linear(entry, depths)
         return rrf(entry, cfg.rrf_k)

@@ -1,0 +1,65 @@
+"""Does a question name something: a proper name, a number, an identifier?
+
+The two entry points are good at different questions. Full text is exact: a name
+("Caroline", "Starbucks"), a number ("issue 4521", "port 8080") or an identifier
+(``api_server``, ``ECONNREFUSED``, ``src/app.py``) either occurs in a memory or does not,
+and BM25 finds the few that hold it. A question that only describes ("How many kitchen
+items did I replace or fix?") is matched better by meaning: its words are common ones, a
+long memory that happens to use several of them scores high in full text, and the memory
+that answers often says it in other words ("I got rid of the old toaster"). So recall
+weighs the full-text ranking by ``recall.fts_weight`` for a question that names something
+and by ``recall.fts_weight_plain`` for one that does not (BENCHMARKS.md, session 19: on
+LongMemEval the plain questions gain and the naming ones do not move; on LoCoMo, whose
+questions name a speaker, a lower weight for naming questions loses).
+
+A word names something when it is capitalised and does not start a sentence (nor is "I"
+or one of its contractions), is written in capitals ("API"), mixes cases inside
+("GitPython"), holds ``_``, ``/``, ``::``, ``@`` or ``#``, or an inner ``.`` in five
+characters or more ("app.py", not "e.g"), or holds a digit
+and is at least three characters long ("2023", "v2.3", "8080"; a bare "5" in "5 days ago"
+is a count, not a name). A question typed in lower case therefore counts as plain; it loses
+only the extra weight of its words.
+
+One regex pass over at most ``SCANNED_CHARS`` characters, nothing that can backtrack.
+"""
+
+from __future__ import annotations
+
+import re
+
+SCANNED_CHARS = 1000
+# a run of word characters and the joiners an identifier keeps, or a sentence end
+_TOKEN = re.compile(r"[@#]?[\w'’]+(?:(?:::|[./@#-])[\w'’]+)*|[.!?]")
+_PRONOUN = frozenset({"i", "i'm", "i've", "i'd", "i'll", "i’m", "i’ve", "i’d", "i’ll"})
+_JOINERS = ("_", "/", "::", "@", "#")
+
+
+def names_something(question: str) -> bool:
+    """True when a word of ``question`` is a name, a number or an identifier (see module)."""
+    starts_sentence = True
+    for token in _TOKEN.findall(question[:SCANNED_CHARS]):
+        if token in (".", "!", "?"):
+            starts_sentence = True
+            continue
+        if _is_name(token, starts_sentence):
+            return True
+        starts_sentence = False
+    return False
+
+
+def _is_name(token: str, starts_sentence: bool) -> bool:
+    word = token.strip("'’.-")
+    if not word:
+        return False
+    if any(joiner in word for joiner in _JOINERS) or ("." in word and len(word) >= 5):
+        return True  # a path, a module, a handle; "e.g" and "i.e" are too short
+    if any(c.isdigit() for c in word):
+        return len(word) >= 3
+    letters = [c for c in word if c.isalpha()]
+    if not letters or word.casefold() in _PRONOUN:
+        return False
+    if len(letters) > 1 and all(c.isupper() for c in letters):
+        return True  # an acronym or a constant, wherever it stands
+    if any(c.isupper() for c in word[1:]) and any(c.islower() for c in word):
+        return True  # mixed case inside: GitPython, iPhone
+    return word[0].isupper() and not starts_sentence

@@ -1,0 +1,80 @@
+"""Which questions name something (recall/naming.py): they keep the full-text weight."""
+
+from __future__ import annotations
+
+import pytest
+from starlette.testclient import TestClient
+
+from mnemonic.recall.naming import SCANNED_CHARS, names_something
+from tests.support.api import query, remember
+
+
+@pytest.mark.parametrize(
+    ("question", "named"),
+    [
+        # described only: matched better by meaning
+        ("How many kitchen items did I replace or fix?", False),
+        ("Which streaming service did I start using most recently?", False),
+        ("What was the social media activity I participated 5 days ago?", False),
+        ("I went to the store. What did I buy there?", False),  # sentence starts
+        ("I'm looking for tips, e.g. on phone batteries", False),
+        ("what did caroline say about the adoption", False),  # lower case: plain
+        ("", False),
+        # a proper name, possessive or not
+        ("What did Caroline say about the adoption?", True),
+        ("What is Caroline's identity?", True),
+        ("How old was I when Alex was born?", True),
+        ("How many stars do I need on my Starbucks app?", True),
+        # capitals, numbers, identifiers
+        ("How many MCU films did I watch?", True),
+        ("ECONNREFUSED from the cache again", True),
+        ("why does GitPython hang", True),
+        ("the api_server crash on deploy", True),
+        ("which commit touched src/app.py", True),
+        ("where is config.yaml read", True),
+        ("what broke on 2023-05-01", True),
+        ("the fix for issue 4521", True),
+        ("what did @dana say", True),
+    ],
+)
+def test_names_something(question: str, named: bool) -> None:
+    assert names_something(question) is named
+
+
+def test_only_the_start_of_a_long_text_is_read() -> None:
+    tail = " Caroline"
+    assert names_something("x " * 10 + tail)
+    assert not names_something("x " * SCANNED_CHARS + tail)
+
+
+def test_a_plain_question_weighs_full_text_less_through_the_daemon(client: TestClient) -> None:
+    """The same question typed with and without a capital: the embedding model is uncased
+    and the full text folds case, so both find the same hits with the same scores, and
+    only the full-text weight differs (1.3 named, 1.0 plain, vectors 1.0). A hit found by
+    vectors alone has the fused strength v / (w + 1), v its vector share, so the named
+    question's must be the plain one's times 2.0 / 2.3: a lower weight on the full text
+    is a larger share for meaning."""
+    notes = [
+        "Dana booked the noodle place for the team lunch",
+        "no releases go out from Friday until the audit is over",
+        "the deploy pipeline runs the migrations before the web servers",
+        "lunch on Thursday is at the noodle place",
+    ]
+    for note in notes:
+        remember(client, note, project="team")
+
+    def vector_only(question: str) -> dict[str, float]:
+        results = query(client, question, project="team", explain=True)["results"]
+        return {
+            r["memory"]["id"]: float(r["explain"]["direct"])
+            for r in results
+            if r["explain"]["fts_rank"] is None
+        }
+
+    plain = vector_only("when will dana pause shipping")
+    named = vector_only("when will Dana pause shipping")
+    assert names_something("when will Dana") and not names_something("when will dana")
+    assert len(plain) == 3 and plain.keys() == named.keys()
+    for memory_id, strength in plain.items():
+        assert strength > 0
+        assert named[memory_id] == pytest.approx(strength * 2.0 / 2.3, rel=1e-6)
