@@ -36,8 +36,9 @@ from mnemonic.events.types import (
     WatcherEvent,
 )
 from mnemonic.paths import Paths
+from mnemonic.store.consolidation import MERGE_META, SQLiteConsolidation
 from mnemonic.store.database import Database
-from mnemonic.store.dreaming import QUERY_META
+from mnemonic.store.dreaming import CURSOR_META, QUERY_META, STRENGTHENED_META, SQLiteDreaming
 from mnemonic.store.models import NewRaw, Source
 from mnemonic.store.purge import SEQ_MARKS, SQLitePurger, first_line, quoting
 from mnemonic.store.sqlite import SQLiteStore
@@ -530,9 +531,23 @@ def test_a_purge_lowers_every_done_through_mark_to_the_newest_seq_left(tmp_path:
             assert {k: stored[k] for k in SEQ_MARKS} == {k: str(first) for k in SEQ_MARKS}
             assert stored["unrelated.mark"] == "999"
             assert stored[QUERY_META] == "0"
-            again, _ = await add("the boiler valve was replaced")
+            again, again_id = await add("the boiler valve was replaced")
             assert again == newest  # the scenario is real: the freed seq comes back
             assert all(int(stored[k]) < again for k in SEQ_MARKS)
+
+            # an agent that read its marks before the purge and writes them after it
+            await SQLitePurger(db).purge("id", memory_ids=[again_id])
+            later = utcnow()
+            await SQLiteConsolidation(db).set_meta(MERGE_META, str(again), later)
+            await SQLiteDreaming(db).set_meta(
+                {CURSOR_META: str(again), STRENGTHENED_META: str(again), QUERY_META: "7"}, later
+            )
+            conn = sqlite3.connect(db.path)
+            stored = dict(conn.execute("SELECT key, value FROM system_meta").fetchall())
+            conn.close()
+            for key in (MERGE_META, CURSOR_META, STRENGTHENED_META):
+                assert stored[key] == str(first), key
+            assert stored[QUERY_META] == "0"
         finally:
             await db.close()
 

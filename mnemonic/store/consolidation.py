@@ -32,6 +32,7 @@ from mnemonic.cognition.decay import STATE_CODES, STATE_NAMES, TYPE_CODES, Rows
 from mnemonic.cognition.merging import Candidate, inherited_links, supersede_gist
 from mnemonic.errors import MnemonicError, NotFoundError
 from mnemonic.store.database import Database
+from mnemonic.store.marks import lower_to_newest_memory
 from mnemonic.store.models import Encoded, NewRaw, RawStatus
 from mnemonic.store.sql_lists import marks
 from mnemonic.store.sqlite import accept_one
@@ -120,7 +121,12 @@ class SQLiteConsolidation:
         return await self.db.run_read(lambda conn: _meta(conn, key))
 
     async def set_meta(self, key: str, value: str, now: datetime) -> None:
-        await self.db.run_write(lambda conn: _set_meta(conn, key, value, to_db(now)))
+        def work(conn: sqlite3.Connection) -> None:
+            _set_meta(conn, key, value, to_db(now))
+            if key == MERGE_META:  # a purge during the merges may have freed the seq
+                lower_to_newest_memory(conn, (key,))
+
+        await self.db.run_write(work)
 
     # ---- decay ----------------------------------------------------------------------------
     async def decay_chunk(self, after_seq: int, limit: int) -> tuple[Rows, list[int]]:

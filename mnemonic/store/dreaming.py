@@ -37,6 +37,7 @@ from mnemonic.store.dreaming_reads import (
     plan_on,
     strings,
 )
+from mnemonic.store.marks import lower_to_newest_memory, lower_to_newest_query
 from mnemonic.store.models import Encoded, NewRaw, RawStatus
 from mnemonic.store.sql_lists import IN_JSON, json_list
 from mnemonic.store.sqlite import accept_one
@@ -47,6 +48,7 @@ QUERY_META = "dreaming.query_rowid"  # retrieval_queries rowid read up to
 # the highest seq whose neighbourhood replay has strengthened (``Marks``)
 STRENGTHENED_META = "dreaming.strengthened_through"
 STARTED_META = "dreaming.last_started_at"  # epoch seconds of the last cycle's start
+_SEQ_KEYS = (CURSOR_META, STRENGTHENED_META)  # seq marks (store/marks.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +120,9 @@ class SQLiteDreaming:
                 " updated_at = excluded.updated_at",
                 [(k, v, stamp) for k, v in values.items()],
             )
+            # a purge while the cycle planned may have freed the seqs these name
+            lower_to_newest_memory(conn, [k for k in values if k in _SEQ_KEYS])
+            lower_to_newest_query(conn, [k for k in values if k == QUERY_META])
 
         await self.db.run_write(work, bookkeeping=True)
 

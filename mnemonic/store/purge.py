@@ -52,6 +52,7 @@ from mnemonic.store.database import Database
 from mnemonic.store.dreaming import CURSOR_META, QUERY_META, STRENGTHENED_META
 from mnemonic.store.enrichment import WATERMARK_KEY as ENRICHMENT_WATERMARK_KEY
 from mnemonic.store.episodes import WATERMARK_KEY as EPISODE_WATERMARK_KEY
+from mnemonic.store.marks import lower_to_newest_memory, lower_to_newest_query
 from mnemonic.timeutil import to_db, utcnow
 
 log = logging.getLogger(__name__)
@@ -194,7 +195,9 @@ class SQLitePurger:
                 "INSERT OR IGNORE INTO temp.purge_ids (id) VALUES (?)", [(i,) for i in memory_ids]
             )
             try:
-                return _scrub_queries(conn, texts, None)
+                removed = _scrub_queries(conn, texts, None)
+                lower_to_newest_query(conn, (QUERY_META,))
+                return removed
             finally:
                 _drop_temp(conn)
 
@@ -466,23 +469,9 @@ SEQ_MARKS = (
 
 
 def _lower_seq_marks(conn: sqlite3.Connection) -> None:
-    """SQLite hands the highest freed ``seq`` out again (``memories.seq`` is a plain
-    ``INTEGER PRIMARY KEY``): a mark left above the newest memory would count the next
-    memory as done, so it would never be grouped, compared for merges, enriched or
-    strengthened on its first replay. Each mark comes down to the newest seq left."""
-    conn.execute(
-        "UPDATE system_meta SET value = CAST(min(CAST(value AS INTEGER),"
-        " (SELECT coalesce(max(seq), 0) FROM memories)) AS TEXT)"
-        f" WHERE key IN ({', '.join('?' * len(SEQ_MARKS))})",
-        SEQ_MARKS,
-    )
-    # the same for the logged queries dreaming has read (a purge removes those that quote
-    # or returned the purged text): their rowids are handed out again too
-    conn.execute(
-        "UPDATE system_meta SET value = CAST(min(CAST(value AS INTEGER),"
-        " (SELECT coalesce(max(rowid), 0) FROM retrieval_queries)) AS TEXT) WHERE key = ?",
-        (QUERY_META,),
-    )
+    """The "done through" marks down to the newest rowid left (``store/marks.py``)."""
+    lower_to_newest_memory(conn, SEQ_MARKS)
+    lower_to_newest_query(conn, (QUERY_META,))
 
 
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:
