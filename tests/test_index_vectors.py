@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -537,3 +538,94 @@ def test_adaptive_scrub_waits_for_a_switch_under_way() -> None:
     vectors.finish_switch(build())
     assert vectors.kind.startswith("usearch-hnsw")
     assert vectors.scrub()
+
+
+def test_the_recall_index_scrubs_after_a_purge_and_retries_a_declined_scrub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checkpoint's guard (``forgot_since_build``): set by a change that deletes
+    memories, cleared by the background scrub once both HNSW graphs hold nothing of
+    them; a scrub declined (too many freed slots) is tried again later by itself, and
+    passes once new vectors have reused the freed slots."""
+    import asyncio
+
+    import mnemonic.index.hnsw as hnsw_module
+    import mnemonic.index.recall_index as recall_module
+    from mnemonic.config import StorageConfig
+    from mnemonic.index.changes import IndexDelta
+    from mnemonic.index.recall_index import RecallIndex
+    from mnemonic.store.database import Database
+
+    monkeypatch.setattr(hnsw_module, "SCRUB_MAX", 3)
+    monkeypatch.setattr(recall_module, "SCRUB_RETRY_S", 0.4)
+    rng = np.random.default_rng(12)
+
+    def vectors(seqs: range) -> IndexDelta:
+        return IndexDelta(vector_seqs=list(seqs), vectors=clustered(rng, len(seqs), 16))
+
+    async def until(check: Callable[[], bool]) -> None:
+        for _ in range(200):
+            if check():
+                return
+            await asyncio.sleep(0.02)
+        raise AssertionError("not in time")
+
+    async def main() -> None:
+        db = Database(tmp_path / "m.db", StorageConfig())
+        await db.open()
+        try:
+            index = RecallIndex(16, "test-model", vector_exact_max=10)
+            await index.build(db.run_read)
+            index.apply(vectors(range(1, 41)))
+            await until(lambda: index.vectors.kind.startswith("usearch-hnsw"))
+            index.apply(IndexDelta(gone=[1, 2]))
+            assert index.forgot_since_build  # no HNSW checkpoint until the slots are clean
+            await until(lambda: not index.forgot_since_build)
+
+            index.apply(IndexDelta(gone=[3, 4, 5, 6]))  # 4 freed (+2 scrubbed) > 3: declined
+            await asyncio.sleep(0.1)
+            assert index.forgot_since_build
+            index.apply(vectors(range(41, 45)))  # new memories reuse 4 of the 6 freed slots
+            await asyncio.sleep(0.1)
+            assert index.forgot_since_build  # not tried again at once...
+            await until(lambda: not index.forgot_since_build)  # ...but later, by itself
+        finally:
+            await db.close()
+
+    asyncio.run(main())
+
+
+def test_a_purge_during_a_switch_to_hnsw_is_scrubbed_when_the_switch_ends(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    from mnemonic.config import StorageConfig
+    from mnemonic.index.changes import IndexDelta
+    from mnemonic.index.recall_index import RecallIndex
+    from mnemonic.store.database import Database
+
+    rng = np.random.default_rng(13)
+
+    async def main() -> None:
+        db = Database(tmp_path / "m.db", StorageConfig())
+        await db.open()
+        try:
+            index = RecallIndex(16, "test-model", vector_exact_max=10)
+            await index.build(db.run_read)
+            seqs = list(range(1, 41))
+            index.apply(IndexDelta(vector_seqs=seqs, vectors=clustered(rng, 40, 16)))
+            await asyncio.sleep(0)  # the switch task starts its build
+            assert index.vectors.switching
+            index.apply(IndexDelta(gone=[1, 2]))
+            for _ in range(200):
+                if not index.forgot_since_build:
+                    break
+                await asyncio.sleep(0.02)
+            assert not index.forgot_since_build  # scrubbed once the new graph took over
+            assert index.vectors.kind.startswith("usearch-hnsw")
+            assert 1 not in index.vectors and 3 in index.vectors
+        finally:
+            await db.close()
+
+    asyncio.run(main())

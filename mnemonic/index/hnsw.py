@@ -93,7 +93,7 @@ _MAX_COUNT = 8192
 _LOAD_BLOCK = 16384
 SCRUB_MAX = 256
 """Most freed slots :meth:`HnswVectors.scrub` overwrites in one go (see there)."""
-_FILLER_KEY = np.uint64(2**62)  # scrub's temporary keys: far above any seq or passage row
+_FILLER_KEY = 2**62  # scrub's temporary keys: far above any seq or passage row
 Signs = npt.NDArray[np.uint64]
 
 
@@ -321,12 +321,15 @@ class HnswVectors:
                 return True
             if freed > SCRUB_MAX:
                 return False
-            keys = _FILLER_KEY + np.arange(freed, dtype=np.uint64)
+            keys = np.arange(_FILLER_KEY, _FILLER_KEY + freed, dtype=np.uint64)
             noise = np.random.default_rng(freed).standard_normal((freed, self._dim))
-            index.add(keys, self._prepare(noise.astype(np.float32)), threads=0)
-            reused = int(index.stats.nodes) == slots
-            index.remove(keys)
-            return reused
+            try:
+                index.add(keys, self._prepare(noise.astype(np.float32)), threads=0)
+                return int(index.stats.nodes) == slots
+            finally:  # never leave a filler to be found, even when the add failed half-way
+                left = keys[np.asarray(index.contains(keys), dtype=np.bool_)]
+                if len(left):
+                    index.remove(left)
 
     def load(self, seqs: I64, matrix: F32) -> None:
         """Build from ``matrix[i]`` = vector of ``seqs[i]``, in blocks (no full copy)."""
@@ -540,6 +543,9 @@ class HnswVectors:
             for j, pos in enumerate(todo):
                 seqs = keys[j, : counts[j]].astype(np.int64)
                 scores = 1.0 - dists[j, : counts[j]]
+                if mask is None and len(seqs) and seqs.max() >= _FILLER_KEY:  # a scrub's
+                    real = seqs < _FILLER_KEY
+                    seqs, scores = seqs[real], scores[real]
                 if mask is not None:
                     ok = seqs < len(mask)
                     ok[ok] = mask[seqs[ok]]

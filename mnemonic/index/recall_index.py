@@ -190,7 +190,6 @@ class RecallIndex:
             self.columns.upsert(delta.rows)
         if delta.gone:
             self.forgot_since_build = True
-            self._purges += 1
             self.columns.remove(delta.gone)
             for seq in delta.gone:
                 self.fulltext.apply(seq, None)
@@ -216,6 +215,8 @@ class RecallIndex:
             self.graph.upsert(source, target, RELATION_CODES[relation], strength)
             if relation == SUPERSEDES:
                 self.supersessions.add(source, target)
+        if delta.gone:  # after the removals: a scrub that read the count sees them done
+            self._purges += 1
 
     def _after_change(self, *, forgot: bool) -> None:
         """On the event loop after changes: a purge's checkpoint deleted, and a switch to
@@ -264,6 +265,15 @@ class RecallIndex:
         finally:
             self._switching.pop(what, None)
 
+    def _built_afresh(self) -> None:
+        """A build starts: its graphs hold no purged bytes, and a scrub may run at once."""
+        self.forgot_since_build = False
+        self._scrub_after = 0.0
+
+    def _retry_scrub(self) -> None:
+        if self.forgot_since_build:
+            self._start_scrub()
+
     def _start_scrub(self) -> None:
         if self._scrubbing is None and time.monotonic() >= self._scrub_after:
             self._scrubbing = asyncio.get_running_loop().create_task(
@@ -287,7 +297,10 @@ class RecallIndex:
                     if not any(part.switching for part in parts):  # its end starts one
                         # too many freed slots: later adds reuse some, a later try may pass
                         self._scrub_after = time.monotonic() + SCRUB_RETRY_S
+                        asyncio.get_running_loop().call_later(SCRUB_RETRY_S, self._retry_scrub)
                     return
+                if self.state != "ready":  # a build is catching up in its thread: when it
+                    return  # is done, its last change starts a scrub again
                 if mark == self._purges and parts == (self.vectors, self.passages.vectors):
                     self.forgot_since_build = False
         except Exception:  # the flag stays: no HNSW checkpoint until a start rebuilds
@@ -322,11 +335,12 @@ class RecallIndex:
             self._compacting = None
 
     async def settle(self) -> None:
-        """Wait for a compaction under way (about a second at most), so a snapshot sees
-        one state. A switch to HNSW (minutes) is not waited for: no snapshot is saved."""
-        task = self._compacting
-        if task is not None:
-            await asyncio.gather(task, return_exceptions=True)
+        """Wait for a compaction (about a second at most) and a purge's scrub (milliseconds)
+        under way, so a snapshot sees one state and a stop right after a purge can still
+        save one. A switch to HNSW (minutes) is not waited for: no snapshot is saved."""
+        for task in (self._compacting, self._scrubbing):
+            if task is not None:
+                await asyncio.gather(task, return_exceptions=True)
 
     # ---- building ----------------------------------------------------------------------
     async def build(
@@ -343,7 +357,7 @@ class RecallIndex:
         self.state = "building"
         self._ready.clear()
         self._pending = []
-        self.forgot_since_build = False
+        self._built_afresh()
         replay: IndexDelta | None = None
         try:
             loaded = None if snapshot is None else await self._load_snapshot(read, snapshot)
