@@ -20,6 +20,10 @@ from tests.support.api import query, remember
         ("I'm looking for tips, e.g. on phone batteries", False),
         ("what did caroline say about the adoption", False),  # lower case: plain
         ("", False),
+        ("Question: What did I buy for the party?", False),  # a colon starts a sentence
+        ("remind me\nWhere did I park", False),  # so does a line break
+        ("the 3rd time I went running, at 5pm, after the 10k", False),  # quantities
+        ("is it OK to skip the warm-up?", False),
         # a proper name, possessive or not
         ("What did Caroline say about the adoption?", True),
         ("What is Caroline's identity?", True),
@@ -35,6 +39,8 @@ from tests.support.api import query, remember
         ("what broke on 2023-05-01", True),
         ("the fix for issue 4521", True),
         ("what did @dana say", True),
+        ("any tips for cities, e.g. Paris?", True),  # "e.g." ends no sentence
+        ("should we move to ipv6", True),
     ],
 )
 def test_names_something(question: str, named: bool) -> None:

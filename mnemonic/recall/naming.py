@@ -12,13 +12,14 @@ and by ``recall.fts_weight_plain`` for one that does not (BENCHMARKS.md, session
 LongMemEval the plain questions gain and the naming ones do not move; on LoCoMo, whose
 questions name a speaker, a lower weight for naming questions loses).
 
-A word names something when it is capitalised and does not start a sentence (nor is "I"
-or one of its contractions), is written in capitals ("API"), mixes cases inside
+A word names something when it is capitalised and does not start a sentence (after ".",
+"!", "?", ":" or a line break, but not after "e.g." or "vs."; nor is it "I" or one of its
+contractions), is written in capitals ("API"; not "OK"), mixes cases inside
 ("GitPython"), holds ``_``, ``/``, ``::``, ``@`` or ``#``, or an inner ``.`` in five
-characters or more ("app.py", not "e.g"), or holds a digit
-and is at least three characters long ("2023", "v2.3", "8080"; a bare "5" in "5 days ago"
-is a count, not a name). A question typed in lower case therefore counts as plain; it loses
-only the extra weight of its words.
+characters or more ("app.py", not "e.g"), or is a number of three digits or more ("2023",
+"8080"; the "5" of "5 days ago" is a count) or mixes digits and letters ("v2", "ipv6"; not
+a quantity such as "3rd", "5pm" or "10k"). A question typed in lower case therefore
+counts as plain; it loses only the extra weight of its words.
 
 One regex pass over at most ``SCANNED_CHARS`` characters, nothing that can backtrack.
 """
@@ -28,22 +29,31 @@ from __future__ import annotations
 import re
 
 SCANNED_CHARS = 1000
-# a run of word characters and the joiners an identifier keeps, or a sentence end
-_TOKEN = re.compile(r"[@#]?[\w'’]+(?:(?:::|[./@#-])[\w'’]+)*|[.!?]")
+# a run of word characters and the joiners an identifier keeps, or what ends a sentence
+_TOKEN = re.compile(r"[@#]?[\w'’]+(?:(?:::|[./@#-])[\w'’]+)*|[.!?:\n]")
+_ENDS = frozenset({".", "!", "?", ":", "\n"})  # "Question: What ..." starts one too
 _PRONOUN = frozenset({"i", "i'm", "i've", "i'd", "i'll", "i’m", "i’ve", "i’d", "i’ll"})
+# a period after these ends no sentence: "e.g. Paris" names Paris
+_ABBREVIATIONS = frozenset({"e.g", "i.e", "vs", "etc", "cf", "incl", "approx", "viz", "ca"})
+_NOT_ACRONYMS = frozenset({"OK", "AM", "PM"})
 _JOINERS = ("_", "/", "::", "@", "#")
+# a count or a quantity, not a name: "3rd", "5pm", "10k", "2x", "15th"
+_QUANTITY = re.compile(r"\d+(?:st|nd|rd|th|am|pm|k|m|h|s|d|x|kg|km|mb|gb)?")
 
 
 def names_something(question: str) -> bool:
     """True when a word of ``question`` is a name, a number or an identifier (see module)."""
     starts_sentence = True
-    for token in _TOKEN.findall(question[:SCANNED_CHARS]):
-        if token in (".", "!", "?"):
-            starts_sentence = True
+    previous = ""
+    for word in _TOKEN.findall(question[:SCANNED_CHARS]):
+        if word in _ENDS:
+            if not (word == "." and previous.casefold() in _ABBREVIATIONS):
+                starts_sentence = True
             continue
-        if _is_name(token, starts_sentence):
+        if _is_name(word, starts_sentence):
             return True
         starts_sentence = False
+        previous = word
     return False
 
 
@@ -54,12 +64,14 @@ def _is_name(token: str, starts_sentence: bool) -> bool:
     if any(joiner in word for joiner in _JOINERS) or ("." in word and len(word) >= 5):
         return True  # a path, a module, a handle; "e.g" and "i.e" are too short
     if any(c.isdigit() for c in word):
-        return len(word) >= 3
+        if word.isdigit():
+            return len(word) >= 3  # "2023", "8080"; not the 5 of "5 days ago"
+        return _QUANTITY.fullmatch(word.casefold()) is None  # "v2", "ipv6"; not "3rd"
     letters = [c for c in word if c.isalpha()]
     if not letters or word.casefold() in _PRONOUN:
         return False
     if len(letters) > 1 and all(c.isupper() for c in letters):
-        return True  # an acronym or a constant, wherever it stands
+        return word not in _NOT_ACRONYMS  # an acronym or a constant, wherever it stands
     if any(c.isupper() for c in word[1:]) and any(c.islower() for c in word):
         return True  # mixed case inside: GitPython, iPhone
     return word[0].isupper() and not starts_sentence
