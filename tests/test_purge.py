@@ -39,6 +39,8 @@ from mnemonic.paths import Paths
 from mnemonic.store.consolidation import MERGE_META, SQLiteConsolidation
 from mnemonic.store.database import Database
 from mnemonic.store.dreaming import CURSOR_META, QUERY_META, STRENGTHENED_META, SQLiteDreaming
+from mnemonic.store.enrichment import WATERMARK_KEY as ENRICHMENT_WATERMARK
+from mnemonic.store.enrichment import SQLiteEnrichment
 from mnemonic.store.models import NewRaw, Source
 from mnemonic.store.purge import SEQ_MARKS, SQLitePurger, first_line, quoting
 from mnemonic.store.sqlite import SQLiteStore
@@ -539,13 +541,14 @@ def test_a_purge_lowers_every_done_through_mark_to_the_newest_seq_left(tmp_path:
             await SQLitePurger(db).purge("id", memory_ids=[again_id])
             later = utcnow()
             await SQLiteConsolidation(db).set_meta(MERGE_META, str(again), later)
+            await SQLiteEnrichment(db).settle(again, [], later)
             await SQLiteDreaming(db).set_meta(
                 {CURSOR_META: str(again), STRENGTHENED_META: str(again), QUERY_META: "7"}, later
             )
             conn = sqlite3.connect(db.path)
             stored = dict(conn.execute("SELECT key, value FROM system_meta").fetchall())
             conn.close()
-            for key in (MERGE_META, CURSOR_META, STRENGTHENED_META):
+            for key in (MERGE_META, ENRICHMENT_WATERMARK, CURSOR_META, STRENGTHENED_META):
                 assert stored[key] == str(first), key
             assert stored[QUERY_META] == "0"
         finally:

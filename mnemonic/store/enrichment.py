@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from mnemonic.jsonsafe import dumps_stored, loads_stored
 from mnemonic.store.database import Database
+from mnemonic.store.marks import lower_to_newest_memory
 from mnemonic.store.models import MemoryType
 from mnemonic.store.sql_lists import IN_JSON, json_list
 from mnemonic.timeutil import to_db, utcnow
@@ -251,6 +252,8 @@ class SQLiteEnrichment:
             stamp = to_db(now)
             if watermark is not None:
                 _set_meta(conn, WATERMARK_KEY, str(watermark), stamp)
+                # a purge during the cycle's LLM calls may have freed the seq it names
+                lower_to_newest_memory(conn, (WATERMARK_KEY,))
             if dequeued:
                 gone = set(dequeued)
                 queue = [s for s in _read_queue(conn) if s not in gone]
