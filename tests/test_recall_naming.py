@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from starlette.testclient import TestClient
 
@@ -84,3 +86,22 @@ def test_a_plain_question_weighs_full_text_less_through_the_daemon(client: TestC
     for memory_id, strength in plain.items():
         assert strength > 0
         assert named[memory_id] == pytest.approx(strength * 2.0 / 2.3, rel=1e-6)
+
+
+def test_the_sql_path_weighs_the_full_text_by_the_same_cue(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """Through SQL (``recall.index: sql``, as while the index builds) the full text is the
+    only entry point, so its best hit's fused strength is w / (w + 1): 1.3 / 2.3 named,
+    1.0 / 2.0 plain."""
+    client = make_client(recall={"index": "sql"})
+    remember(client, "Dana booked the noodle place for the team lunch", project="team")
+    remember(client, "lunch on Thursday is at the noodle place", project="team")
+
+    def best(question: str) -> float:
+        results = query(client, question, project="team", explain=True)["results"]
+        top = next(r for r in results if r["explain"]["fts_rank"] == 1)
+        return float(top["explain"]["direct"])
+
+    assert best("where is dana booking lunch") == pytest.approx(1.0 / 2.0, rel=1e-6)
+    assert best("where is Dana booking lunch") == pytest.approx(1.3 / 2.3, rel=1e-6)
