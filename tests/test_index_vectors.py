@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import numpy as np
@@ -12,8 +15,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import mnemonic.index.hnsw as hnsw_module
+import mnemonic.index.recall_index as recall_module
+from mnemonic.config import StorageConfig
+from mnemonic.index.changes import IndexDelta
 from mnemonic.index.hnsw import HnswVectors
+from mnemonic.index.recall_index import RecallIndex
 from mnemonic.index.vectors import AdaptiveVectors, ExactVectors, Hits, top_k
+from mnemonic.store.database import Database
 
 DIM = 8
 F32 = npt.NDArray[np.float32]
@@ -514,8 +523,6 @@ def test_hnsw_scrub_overwrites_every_freed_slot(tmp_path: Path, quantisation: st
 def test_hnsw_scrub_declines_more_freed_slots_than_it_takes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import mnemonic.index.hnsw as hnsw_module
-
     monkeypatch.setattr(hnsw_module, "SCRUB_MAX", 8)
     rng = np.random.default_rng(9)
     seqs = np.arange(1, 101, dtype=np.int64)
@@ -540,6 +547,27 @@ def test_adaptive_scrub_waits_for_a_switch_under_way() -> None:
     assert vectors.scrub()
 
 
+async def _until(check: Callable[[], bool], seconds: float = 8.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "not in time"
+        await asyncio.sleep(0.02)
+
+
+@contextlib.asynccontextmanager
+async def _empty_index(tmp_path: Path) -> AsyncIterator[RecallIndex]:
+    """A recall index built from an empty store, exact up to 10 vectors: changes are
+    applied to it directly, as the change feed would."""
+    db = Database(tmp_path / "m.db", StorageConfig())
+    await db.open()
+    try:
+        index = RecallIndex(16, "test-model", vector_exact_max=10)
+        await index.build(db.run_read)
+        yield index
+    finally:
+        await db.close()
+
+
 def test_the_recall_index_scrubs_after_a_purge_and_retries_a_declined_scrub(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -547,40 +575,20 @@ def test_the_recall_index_scrubs_after_a_purge_and_retries_a_declined_scrub(
     memories, cleared by the background scrub once both HNSW graphs hold nothing of
     them; a scrub declined (too many freed slots) is tried again later by itself, and
     passes once new vectors have reused the freed slots."""
-    import asyncio
-
-    import mnemonic.index.hnsw as hnsw_module
-    import mnemonic.index.recall_index as recall_module
-    from mnemonic.config import StorageConfig
-    from mnemonic.index.changes import IndexDelta
-    from mnemonic.index.recall_index import RecallIndex
-    from mnemonic.store.database import Database
-
     monkeypatch.setattr(hnsw_module, "SCRUB_MAX", 3)
-    monkeypatch.setattr(recall_module, "SCRUB_RETRY_S", 0.4)
+    monkeypatch.setattr(recall_module, "SCRUB_RETRY_S", 1.5)
     rng = np.random.default_rng(12)
 
     def vectors(seqs: range) -> IndexDelta:
         return IndexDelta(vector_seqs=list(seqs), vectors=clustered(rng, len(seqs), 16))
 
-    async def until(check: Callable[[], bool]) -> None:
-        for _ in range(200):
-            if check():
-                return
-            await asyncio.sleep(0.02)
-        raise AssertionError("not in time")
-
     async def main() -> None:
-        db = Database(tmp_path / "m.db", StorageConfig())
-        await db.open()
-        try:
-            index = RecallIndex(16, "test-model", vector_exact_max=10)
-            await index.build(db.run_read)
+        async with _empty_index(tmp_path) as index:
             index.apply(vectors(range(1, 41)))
-            await until(lambda: index.vectors.kind.startswith("usearch-hnsw"))
+            await _until(lambda: index.vectors.kind.startswith("usearch-hnsw"))
             index.apply(IndexDelta(gone=[1, 2]))
             assert index.forgot_since_build  # no HNSW checkpoint until the slots are clean
-            await until(lambda: not index.forgot_since_build)
+            await _until(lambda: not index.forgot_since_build)
 
             index.apply(IndexDelta(gone=[3, 4, 5, 6]))  # 4 freed (+2 scrubbed) > 3: declined
             await asyncio.sleep(0.1)
@@ -588,9 +596,7 @@ def test_the_recall_index_scrubs_after_a_purge_and_retries_a_declined_scrub(
             index.apply(vectors(range(41, 45)))  # new memories reuse 4 of the 6 freed slots
             await asyncio.sleep(0.1)
             assert index.forgot_since_build  # not tried again at once...
-            await until(lambda: not index.forgot_since_build)  # ...but later, by itself
-        finally:
-            await db.close()
+            await _until(lambda: not index.forgot_since_build)  # ...but later, by itself
 
     asyncio.run(main())
 
@@ -598,34 +604,17 @@ def test_the_recall_index_scrubs_after_a_purge_and_retries_a_declined_scrub(
 def test_a_purge_during_a_switch_to_hnsw_is_scrubbed_when_the_switch_ends(
     tmp_path: Path,
 ) -> None:
-    import asyncio
-
-    from mnemonic.config import StorageConfig
-    from mnemonic.index.changes import IndexDelta
-    from mnemonic.index.recall_index import RecallIndex
-    from mnemonic.store.database import Database
-
     rng = np.random.default_rng(13)
 
     async def main() -> None:
-        db = Database(tmp_path / "m.db", StorageConfig())
-        await db.open()
-        try:
-            index = RecallIndex(16, "test-model", vector_exact_max=10)
-            await index.build(db.run_read)
+        async with _empty_index(tmp_path) as index:
             seqs = list(range(1, 41))
             index.apply(IndexDelta(vector_seqs=seqs, vectors=clustered(rng, 40, 16)))
             await asyncio.sleep(0)  # the switch task starts its build
             assert index.vectors.switching
             index.apply(IndexDelta(gone=[1, 2]))
-            for _ in range(200):
-                if not index.forgot_since_build:
-                    break
-                await asyncio.sleep(0.02)
-            assert not index.forgot_since_build  # scrubbed once the new graph took over
+            await _until(lambda: not index.forgot_since_build)  # once the new graph took over
             assert index.vectors.kind.startswith("usearch-hnsw")
             assert 1 not in index.vectors and 3 in index.vectors
-        finally:
-            await db.close()
 
     asyncio.run(main())
