@@ -18,7 +18,13 @@ when it is taken out. Agents the daemon does not have are left out and said so.
 
     python bench/cognition.py [--datasets locomo,longmemeval] [--lme-limit N] [--days 3]
         [--rounds 4] [--no-ablation] [--llm none|scripted] [--set section.key=value ...] [--json]
-        [--dump DIR]
+        [--keep-loop DIR | --from-loop DIR] [--dump DIR]
+
+``--keep-loop DIR`` keeps the state the loop left (``DIR/DATASET``: its home, stopped, and
+the question map); ``--from-loop DIR`` starts a daemon on a copy of it and asks again,
+running no agent, so a recall setting (``--set recall.x=y``) is measured on the loop's state
+in a minute or two instead of a whole loop (session 19 found the full-text weights so; a
+kept state gives the loop's numbers to the last digit).
 
 ``--dump DIR`` writes each question's top ten, as scored, to ``DIR/DATASET-CONFIG.jsonl``
 (the question, its evidence or answer sessions, each result's labels, score and text), for
@@ -399,7 +405,11 @@ def run_config(
     days: int,
     settings: dict[str, str],
     rounds: int,
+    keep: Path | None = None,
 ) -> dict[str, Any]:
+    """One configuration on a copy of ``folder`` (a template: ``home`` and ``spaces.json``);
+    with ``keep``, the home as the configuration left it (daemon stopped) is copied there in
+    the same shape, so ``--from-loop`` can ask it again under other recall settings."""
     spaces = json.loads((folder / "spaces.json").read_text())
     # the bench runs the agents itself: anything else would run agents an ablation turned off
     settings = {**QUIET, **settings}
@@ -432,6 +442,10 @@ def run_config(
                         }
                     )
             table = ask(client, spaces, answers)
+        if keep is not None:
+            shutil.rmtree(keep, ignore_errors=True)
+            shutil.copytree(home, keep / "home")
+            shutil.copy2(folder / "spaces.json", keep / "spaces.json")
     return {"table": table, "agents": run, "missing": missing, "phase": phase, "answers": answers}
 
 
@@ -503,6 +517,19 @@ def main() -> None:
     parser.add_argument("--llm", choices=("none", "scripted"), default="none")
     parser.add_argument("--set", action="append", default=[], help="section.key=value")
     parser.add_argument("--json", action="store_true")
+    kept = parser.add_mutually_exclusive_group()
+    kept.add_argument(
+        "--keep-loop",
+        type=Path,
+        metavar="DIR",
+        help="keep the loop's state (DIR/DATASET) for --from-loop",
+    )
+    kept.add_argument(
+        "--from-loop",
+        type=Path,
+        metavar="DIR",
+        help="ask a state kept by --keep-loop again (with --set), running no agent",
+    )
     parser.add_argument(
         "--dump",
         type=Path,
@@ -538,14 +565,23 @@ def run_all(args: argparse.Namespace, llm_settings: dict[str, str]) -> dict[str,
         "datasets": {},
     }
     for dataset in [d for d in args.datasets.split(",") if d]:
-        folder = template(dataset, args.lme_limit if dataset == "longmemeval" else None)
         configs: dict[str, list[str]] = {"before": [], "loop": agents}
-        if not args.no_ablation:
-            configs.update({f"loop - {a}": [x for x in agents if x != a] for a in agents})
+        if args.from_loop:  # the kept state, asked again: recall settings only, no agents
+            folder = args.from_loop / dataset
+            if not (folder / "spaces.json").exists():
+                raise SystemExit(f"no kept loop for {dataset} in {args.from_loop}")
+            configs = {"loop": []}
+        else:
+            folder = template(dataset, args.lme_limit if dataset == "longmemeval" else None)
+            if not args.no_ablation:
+                configs.update({f"loop - {a}": [x for x in agents if x != a] for a in agents})
         results: dict[str, dict[str, Any]] = {}
         for name, chosen in configs.items():
             t0 = time.perf_counter()
-            results[name] = run_config(folder, dataset, chosen, args.days, settings, args.rounds)
+            keep = args.keep_loop / dataset if args.keep_loop and name == "loop" else None
+            results[name] = run_config(
+                folder, dataset, chosen, args.days, settings, args.rounds, keep
+            )
             print(f"  {dataset} {name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
         if args.dump:
             dump_answers(args.dump, dataset, results)
