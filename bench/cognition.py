@@ -266,6 +266,7 @@ def template(dataset: str, limit: int | None) -> Path:
 
 Answers = list[dict[str, Any]]
 """Each question's top ten as the bench scored it (``--dump``), for reading the misses."""
+DUMP_CHARS = 200  # of each result's text
 
 
 def _shown(result: dict[str, Any], label: Any) -> dict[str, Any]:
@@ -274,9 +275,6 @@ def _shown(result: dict[str, Any], label: Any) -> dict[str, Any]:
         "score": result["score"],
         "text": result["memory"]["content"][:DUMP_CHARS],
     }
-
-
-DUMP_CHARS = 200
 
 
 def ask_locomo(

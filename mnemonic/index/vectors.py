@@ -488,7 +488,7 @@ class AdaptiveVectors:
         for the exact index (its removed rows are blanked); the HNSW graph's freed slots
         overwritten (``HnswVectors.scrub``). False during a switch: the graph being built
         replays the removals made meanwhile, so it is scrubbed once it takes over."""
-        if self._pending is not None:
+        if self.switching:
             return False
         active = self._active
         return True if isinstance(active, ExactVectors) else active.scrub()

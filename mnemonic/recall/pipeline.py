@@ -57,8 +57,12 @@ EVIDENCE_FTS_HITS = 10  # full-text hits whose word coverage is measured per que
 T = TypeVar("T")
 
 
-_Fusion = tuple[tuple[int, int], float]
-"""(depths of the full-text and vector entry points, this question's full-text weight)."""
+@dataclass(frozen=True, slots=True)
+class _Fusion:
+    """How one question's entry points are cut and weighed."""
+
+    depths: tuple[int, int]  # hits kept from the full text and from the vectors
+    fts_weight: float  # the full text's weight: by whether the question names something
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,19 +200,17 @@ class Recaller:
         cfg = self._cfg
         stages = _Stages()
         terms = query_terms(query)
-        fts_weight = cfg.fts_weight if names_something(query) else cfg.fts_weight_plain
         depths = (max(cfg.fts_candidates, limit), max(cfg.vector_candidates, limit))
+        fusion = _Fusion(depths, cfg.fts_weight if names_something(query) else cfg.fts_weight_plain)
         keep = max(cfg.mmr_pool, limit) * 2
         in_memory = self._index.ready and cfg.index == "memory"
         window = None
         if cfg.when_weight > 0:
             window = time_window(query, asked_at or filters.as_of or utcnow())
         if in_memory:
-            found = await self._in_memory(
-                query, terms, filters, (depths, fts_weight), keep, stages, window
-            )
+            found = await self._in_memory(query, terms, filters, fusion, keep, stages, window)
         else:
-            found = await self._from_sql(terms, filters, (depths, fts_weight), keep, stages, window)
+            found = await self._from_sql(terms, filters, fusion, keep, stages, window)
         pool_size = max(cfg.mmr_pool, limit)
         top_fts = found.fts_ranked[:EVIDENCE_FTS_HITS]
         wanted = [r.seq for r in found.ranked[:pool_size]] + top_fts
@@ -286,7 +288,7 @@ class Recaller:
         window: TimeWindow | None,
     ) -> _Candidates:
         index = self._index
-        depths = fusion[0]
+        depths = fusion.depths
         # the full-text entry point runs while the query is embedded (two threads)
         full_text = self._off_loop(
             index.full_text, terms, filters, depths[0], self._cfg.fts_match_budget
@@ -312,7 +314,7 @@ class Recaller:
         window: TimeWindow | None,
     ) -> _Candidates:
         index = self._index
-        depths = fusion[0]
+        depths = fusion.depths
         passages = self._cfg.passage_vectors
         vector_hits = index.nearest(vector, depths[1], allowed, filters, passages=passages)
         direct = self._fuse(fts_hits, vector_hits, fusion)
@@ -391,7 +393,7 @@ class Recaller:
         window: TimeWindow | None,
     ) -> _Candidates:
         """No windowed entry point here (the index is being built): the boost only."""
-        depths = fusion[0]
+        depths = fusion.depths
         fts_hits: list[tuple[int, float]] = []
         if terms:
             fts_hits = await self._search.full_text(
@@ -429,10 +431,9 @@ class Recaller:
         fusion: _Fusion,
     ) -> dict[int, float]:
         cfg = self._cfg
-        depths, fts_weight = fusion
-        entry = [(fts_hits, fts_weight), (vector_hits, cfg.vector_weight)]
+        entry = [(fts_hits, fusion.fts_weight), (vector_hits, cfg.vector_weight)]
         if cfg.fusion == "linear":
-            return linear(entry, depths)
+            return linear(entry, fusion.depths)
         return rrf(entry, cfg.rrf_k)
 
     def _seeds(self, direct: Mapping[int, float]) -> dict[int, float]:
