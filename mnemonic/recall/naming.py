@@ -14,19 +14,22 @@ questions name a speaker, a lower weight for naming questions loses).
 
 A word names something when it is capitalised and does not start a sentence (after ".",
 "!", "?", ":" or a line break, but not after "e.g." or "vs."; nor is it "I" or one of its
-contractions), is written in capitals ("API"; not "OK"), mixes cases inside
-("GitPython"), holds ``_``, ``/``, ``::``, ``@`` or ``#``, or an inner ``.`` in five
-characters or more ("app.py", not "e.g"), or is a number of three digits or more ("2023",
-"8080"; the "5" of "5 days ago" is a count) or mixes digits and letters ("v2", "ipv6"; not
-a quantity such as "3rd", "5pm" or "10k"). A question typed in lower case therefore
-counts as plain; it loses only the extra weight of its words.
+contractions), is written in capitals ("API"; not "OK"), is identifier-shaped as the
+encoder reads it (``encoding.text.is_identifier``: snake_case, "GitPython", "app.py",
+"v2.3"; not "e.g"), holds ``/``, ``::``, ``@`` or ``#``, or is a number of three digits or
+more ("2023", "8080"; the "5" of "5 days ago" is a count) or mixes digits and letters
+("v2", "ipv6"; not a quantity such as "3rd", "5pm" or "10k"). A question typed in lower
+case therefore counts as plain; it loses only the extra weight of its words.
 
-One regex pass over at most ``SCANNED_CHARS`` characters, nothing that can backtrack.
+One pass over the words of at most ``SCANNED_CHARS`` characters; each word is tested by
+patterns that cannot backtrack (the encoder's among them, in the adversarial-input guard).
 """
 
 from __future__ import annotations
 
 import re
+
+from mnemonic.encoding.text import is_identifier
 
 SCANNED_CHARS = 1000
 # a run of word characters and the joiners an identifier keeps, or what ends a sentence
@@ -36,7 +39,7 @@ _PRONOUN = frozenset({"i", "i'm", "i've", "i'd", "i'll", "i’m", "i’ve", "i�
 # a period after these ends no sentence: "e.g. Paris" names Paris
 _ABBREVIATIONS = frozenset({"e.g", "i.e", "vs", "etc", "cf", "incl", "approx", "viz", "ca"})
 _NOT_ACRONYMS = frozenset({"OK", "AM", "PM"})
-_JOINERS = ("_", "/", "::", "@", "#")
+_JOINERS = ("/", "::", "@", "#")  # beside what ``is_identifier`` already reads
 # a count or a quantity, not a name: "3rd", "5pm", "10k", "2x", "15th"
 _QUANTITY = re.compile(r"\d+(?:st|nd|rd|th|am|pm|k|m|h|s|d|x|kg|km|mb|gb)?")
 
@@ -61,8 +64,10 @@ def _is_name(token: str, starts_sentence: bool) -> bool:
     word = token.strip("'’.-")
     if not word:
         return False
-    if any(joiner in word for joiner in _JOINERS) or ("." in word and len(word) >= 5):
-        return True  # a path, a module, a handle; "e.g" and "i.e" are too short
+    if any(joiner in word for joiner in _JOINERS):
+        return True  # a path, a handle, a qualified name
+    if is_identifier(word):  # the encoder's test: snake_case, GitPython, app.py, v2.3
+        return word.casefold() not in _ABBREVIATIONS  # "e.g" is dotted, not a name
     if any(c.isdigit() for c in word):
         if word.isdigit():
             return len(word) >= 3  # "2023", "8080"; not the 5 of "5 days ago"
@@ -72,6 +77,4 @@ def _is_name(token: str, starts_sentence: bool) -> bool:
         return False
     if len(letters) > 1 and all(c.isupper() for c in letters):
         return word not in _NOT_ACRONYMS  # an acronym or a constant, wherever it stands
-    if any(c.isupper() for c in word[1:]) and any(c.islower() for c in word):
-        return True  # mixed case inside: GitPython, iPhone
     return word[0].isupper() and not starts_sentence
