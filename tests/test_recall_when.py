@@ -169,3 +169,16 @@ def test_a_bad_asked_at_is_a_422(make_client: Callable[..., TestClient]) -> None
         response = client.post("/api/v1/query", json={"query": "x", "asked_at": value})
         assert response.status_code == 422, response.text
         assert "asked_at" in response.text
+
+
+def test_the_sql_path_searches_the_named_time_too(make_client: Callable[..., TestClient]) -> None:
+    """Through SQL (``recall.index: sql``, as while the index builds) there are no vectors,
+    but the named time is still a full-text entry point: the recent note shares one word
+    ("plant") with the question, and one hit from the whole store is the old note."""
+    client = make_client(recall={**NARROW, "index": "sql"})
+    old, recent = _store(client)
+    assert [m for m, _ in _answer(client, PLAIN, asked_at=ASKED.isoformat())] == [old]
+    named = _answer(client, NAMED, asked_at=ASKED.isoformat())
+    assert [m for m, _ in named] == [recent] and named[0][1] > 0
+    later = (ASKED + 365 * DAY).isoformat()
+    assert _answer(client, NAMED, asked_at=later) == [(old, 0.0)]

@@ -392,15 +392,23 @@ class Recaller:
         stages: _Stages,
         window: TimeWindow | None,
     ) -> _Candidates:
-        """No windowed entry point here (the index is being built): the boost only."""
+        """The full text alone (no vectors while the index builds), with the named time as
+        a further full-text entry point, as in memory: a question about "two weeks ago"
+        finds what those days hold under better matches from other days on this path too.
+        """
         depths = fusion.depths
+        budget = self._cfg.fts_match_budget
         fts_hits: list[tuple[int, float]] = []
+        fts_within: list[tuple[int, float]] = []
+        within = _within(filters, window)
         if terms:
-            fts_hits = await self._search.full_text(
-                terms, filters, depths[0], self._cfg.fts_match_budget
-            )
+            fts_hits = await self._search.full_text(terms, filters, depths[0], budget)
+            if within is not None:
+                fts_within = await self._search.full_text(terms, within, depths[0], budget)
         stages.lap("entry")
         direct = self._fuse(fts_hits, [], fusion)
+        for seq, value in self._fuse(fts_within, [], fusion).items():
+            direct[seq] = max(direct.get(seq, 0.0), value)
 
         async def fetch(seqs: Sequence[int]) -> list[Association]:
             return await self._associations.neighbours(seqs, filters)
