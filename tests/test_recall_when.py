@@ -62,6 +62,47 @@ MIDNIGHT = datetime(2023, 5, 31, tzinfo=UTC)
         ),
         ("over the past three weeks", ASKED - 21 * DAY - HALF_DAY, ASKED),
         ("the last 3 days", ASKED - 3 * DAY - HALF_DAY, ASKED),
+        # calendar dates and months, each widened by half a day each side
+        (
+            "What painting did Melanie show on October 13, 2022?",
+            datetime(2022, 10, 13, tzinfo=UTC) - HALF_DAY,
+            datetime(2022, 10, 14, tzinfo=UTC) + HALF_DAY,
+        ),
+        (
+            "What did Gina find on 1 February, 2023?",
+            datetime(2023, 2, 1, tzinfo=UTC) - HALF_DAY,
+            datetime(2023, 2, 2, tzinfo=UTC) + HALF_DAY,
+        ),
+        (  # no year: the latest such day up to the asking one (which counts)
+            "notes from the May 31st meeting",
+            MIDNIGHT - HALF_DAY,
+            MIDNIGHT + DAY + HALF_DAY,
+        ),
+        (
+            "What setback did I face in October 2022?",
+            datetime(2022, 10, 1, tzinfo=UTC) - HALF_DAY,
+            datetime(2022, 11, 1, tzinfo=UTC) + HALF_DAY,
+        ),
+        (
+            "How many bikes did I service in March?",
+            datetime(2023, 3, 1, tzinfo=UTC) - HALF_DAY,
+            datetime(2023, 4, 1, tzinfo=UTC) + HALF_DAY,
+        ),
+        (  # asked in May: June is last year's
+            "What did I plant in June?",
+            datetime(2022, 6, 1, tzinfo=UTC) - HALF_DAY,
+            datetime(2022, 7, 1, tzinfo=UTC) + HALF_DAY,
+        ),
+        (  # December runs into the next year
+            "What did I donate in December 2022?",
+            datetime(2022, 12, 1, tzinfo=UTC) - HALF_DAY,
+            datetime(2023, 1, 1, tzinfo=UTC) + HALF_DAY,
+        ),
+        (
+            "Which books did I read in 2020?",
+            datetime(2020, 1, 1, tzinfo=UTC) - HALF_DAY,
+            datetime(2021, 1, 1, tzinfo=UTC) + HALF_DAY,
+        ),
     ],
 )
 def test_time_phrases_read_as_windows(question: str, start: datetime, end: datetime) -> None:
@@ -81,6 +122,11 @@ def test_time_phrases_read_as_windows(question: str, start: datetime, end: datet
         "at last",
         "99999 days ago",
         "\uff15 days ago",  # a full-width digit: not a number int() should read
+        "May I ask you something?",  # a month name alone is read only after "in" and such
+        "the march on the capital",
+        "a party on February 30th",  # no such day
+        "What will I do in 2030?",  # a year after the asking one
+        "in 1850 or so",  # outside 1900..2199: not read as a year
         "",
     ],
 )

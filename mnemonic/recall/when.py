@@ -2,14 +2,16 @@
 
 "What gardening did I do two weeks ago?" names its answer by time as much as by words, and
 a memory daemon is asked that way all day ("the bug I fixed yesterday", "what we decided
-last week"). This reads such a phrase as a window of time counted back from when the
-question is asked; recall then lifts the candidates inside it (``recall.when_weight``,
-explained as the ``when`` contribution). Nothing outside is pushed down, so a phrase that
-points to where no memory is changes nothing.
+last week", "the call on March 3rd"). This reads such a phrase as a window of time counted
+back from when the question is asked; recall then lifts the candidates inside it
+(``recall.when_weight``, explained as the ``when`` contribution). Nothing outside is
+pushed down, so a phrase that points to where no memory is changes nothing.
 
 Phrases read: "yesterday"; "two weeks ago", "5 days ago", "a couple of months ago"; "last
 Friday", "last weekend", "last week / month / year" (the calendar one before this);
-"in the last month", "the past three weeks", "last 3 days" (from then up to now). Only
+"in the last month", "the past three weeks", "last 3 days" (from then up to now); dates
+and months: "on October 13, 2023", "1 February 2023", "the March 15th issue", "in December
+2023", "in June" (without a year, the latest such day or month up to now), "in 2022". Only
 phrases that point to the past are read: "today", "tonight" and "this week" mostly
 describe the asker's present ("a movie for tonight?"), not where the answer was stored.
 Windows are generous, as people are with time: "two weeks ago" is 14 days back, give or
@@ -23,6 +25,7 @@ nothing to backtrack. The first phrase found wins.
 from __future__ import annotations
 
 import re
+from calendar import isleap
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -50,6 +53,21 @@ _NUMBERS = {
     "couple": 2,  # "a couple of weeks ago" (the "of" is skipped)
 }
 _UNIT_DAYS = {"day": 1.0, "week": 7.0, "month": 30.4, "year": 365.25}
+_MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+_MONTH_LEADS = frozenset({"in", "during", "early", "mid", "late"})  # before a bare month
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _SPREAD = 0.25  # "N units ago": the window is N units, give or take this share of it
 _DAY_SLACK = timedelta(hours=12)  # around a named day (UTC times, local days)
@@ -90,6 +108,14 @@ def _first_window(question: str, now: datetime) -> TimeWindow | None:
             found = _ago(words, i, now)
             if found is not None:
                 return found
+        if word in _MONTHS:
+            found = _dated(words, i, now)
+            if found is not None:
+                return found
+        if word in ("in", "during") and i + 1 < len(words):
+            year = _year(words[i + 1])
+            if year is not None and year <= now.year:  # "in 2022": that calendar year
+                return _day(datetime(year, 1, 1, tzinfo=now.tzinfo), 366 if isleap(year) else 365)
         if word in ("last", "past") and i + 1 < len(words):
             found = _trailing(words, i, now)
             if found is None and word == "last":
@@ -158,6 +184,51 @@ def _last(what: str, now: datetime) -> TimeWindow | None:
     if what == "year":
         previous = today.replace(year=today.year - 1, month=1, day=1)
         return _day(previous, (today.replace(month=1, day=1) - previous).days)
+    return None
+
+
+def _dated(words: list[str], i: int, now: datetime) -> TimeWindow | None:
+    """A calendar date or month around the month name at ``i``: "March 15th", "15 March",
+    "October 13, 2023", "in December 2023", "in June". Without a year it is the latest
+    such day or month not after ``now``. A month name alone counts only after "in",
+    "during", "early", "mid" or "late" ("may" and "march" are verbs too)."""
+    month = _MONTHS.index(words[i]) + 1
+    after = words[i + 1] if i + 1 < len(words) else ""
+    before = words[i - 1] if i >= 1 else ""
+    day = _day_of_month(after)
+    year_at = i + 2 if day is not None else i + 1
+    if day is None and (day := _day_of_month(before)) is not None:
+        year_at = i + 1
+    year = _year(words[year_at]) if year_at < len(words) else None
+    if day is None and year is None and before not in _MONTH_LEADS:
+        return None
+    if year is None:  # the latest such day or month up to now
+        year = now.year
+        if (month, day or 1) > (now.month, now.day):
+            year -= 1
+    try:
+        if day is not None:
+            return _day(datetime(year, month, day, tzinfo=now.tzinfo), 1)
+        first = datetime(year, month, 1, tzinfo=now.tzinfo)
+    except ValueError:  # "February 30th"
+        return None
+    following = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=now.tzinfo)
+    return _day(first, (following - first).days)
+
+
+def _day_of_month(word: str) -> int | None:
+    """1..31 from "15", "15th", "1st"; None otherwise."""
+    digits = word.removesuffix("st").removesuffix("nd").removesuffix("rd").removesuffix("th")
+    if not (digits.isascii() and digits.isdigit() and len(digits) <= 2):
+        return None
+    value = int(digits)
+    return value if 1 <= value <= 31 else None
+
+
+def _year(word: str) -> int | None:
+    """A four-digit year from 1900 to 2199; None otherwise."""
+    if word.isascii() and word.isdigit() and len(word) == 4 and 1900 <= int(word) < 2200:
+        return int(word)
     return None
 
 
