@@ -36,6 +36,7 @@ from mnemonic.store.marks import lower_to_newest_memory
 from mnemonic.store.models import Encoded, NewRaw, RawStatus
 from mnemonic.store.sql_lists import marks
 from mnemonic.store.sqlite import accept_one
+from mnemonic.store.system_meta import read_meta, write_meta
 from mnemonic.store.vector_rows import whole_intact
 from mnemonic.timeutil import from_db, to_db
 
@@ -99,30 +100,17 @@ class Merged:
     sources: tuple[tuple[int, str], ...]  # (seq, state before the merge)
 
 
-def _meta(conn: sqlite3.Connection, key: str) -> str | None:
-    row = conn.execute("SELECT value FROM system_meta WHERE key = ?", (key,)).fetchone()
-    return str(row[0]) if row else None
-
-
-def _set_meta(conn: sqlite3.Connection, key: str, value: str, now: str) -> None:
-    conn.execute(
-        "INSERT INTO system_meta (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key)"
-        " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-        (key, value, now),
-    )
-
-
 class SQLiteConsolidation:
     def __init__(self, db: Database) -> None:
         self.db = db
 
     # ---- meta -----------------------------------------------------------------------------
     async def get_meta(self, key: str) -> str | None:
-        return await self.db.run_read(lambda conn: _meta(conn, key))
+        return await self.db.run_read(lambda conn: read_meta(conn, key))
 
     async def set_meta(self, key: str, value: str, now: datetime) -> None:
         def work(conn: sqlite3.Connection) -> None:
-            _set_meta(conn, key, value, to_db(now))
+            write_meta(conn, {key: value}, to_db(now))
             if key == MERGE_META:  # a purge during the merges may have freed the seq
                 lower_to_newest_memory(conn, (key,))
 
@@ -172,7 +160,7 @@ class SQLiteConsolidation:
                 )
                 if cur.rowcount and w.state != w.old_state:
                     moved.append((w.seq, w.old_state, w.state))
-            _set_meta(conn, DECAY_META, watermarks, stamp)
+            write_meta(conn, {DECAY_META: watermarks}, stamp)
             return moved
 
         return await self.db.run_write(work)

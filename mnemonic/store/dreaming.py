@@ -41,6 +41,7 @@ from mnemonic.store.marks import lower_to_newest_memory, lower_to_newest_query
 from mnemonic.store.models import Encoded, NewRaw, RawStatus
 from mnemonic.store.sql_lists import IN_JSON, json_list
 from mnemonic.store.sqlite import accept_one
+from mnemonic.store.system_meta import write_meta
 from mnemonic.timeutil import from_db, to_db
 
 CURSOR_META = "dreaming.replay_cursor"  # seq the next replay window starts after
@@ -114,12 +115,7 @@ class SQLiteDreaming:
         stamp = to_db(now)
 
         def work(conn: sqlite3.Connection) -> None:
-            conn.executemany(
-                "INSERT INTO system_meta (key, value, updated_at) VALUES (?, ?, ?)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value,"
-                " updated_at = excluded.updated_at",
-                [(k, v, stamp) for k, v in values.items()],
-            )
+            write_meta(conn, values, stamp)
             # a purge while the cycle planned may have freed the seqs these name
             lower_to_newest_memory(conn, [k for k in values if k in _SEQ_KEYS])
             lower_to_newest_query(conn, [k for k in values if k == QUERY_META])

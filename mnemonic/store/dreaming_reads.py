@@ -30,6 +30,7 @@ from mnemonic.cognition.dreaming_plan import (
     plan_cycle,
 )
 from mnemonic.store.sql_lists import IN_JSON, json_list
+from mnemonic.store.system_meta import read_meta
 
 SOURCE = "dreaming"
 LIVE = "('active', 'fading')"
@@ -51,8 +52,7 @@ class ConnReads:
         self.conn = conn
 
     def meta(self, key: str) -> str | None:
-        row = self.conn.execute("SELECT value FROM system_meta WHERE key = ?", (key,)).fetchone()
-        return str(row[0]) if row else None
+        return read_meta(self.conn, key)
 
     def replay_window(self, after_seq: int, limit: int) -> list[tuple[int, float]]:
         """Up to ``limit`` live memories after ``after_seq`` (seq order): (seq, salience).

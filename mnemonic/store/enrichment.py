@@ -30,6 +30,7 @@ from mnemonic.store.database import Database
 from mnemonic.store.marks import lower_to_newest_memory
 from mnemonic.store.models import MemoryType
 from mnemonic.store.sql_lists import IN_JSON, json_list
+from mnemonic.store.system_meta import read_meta, write_meta
 from mnemonic.timeutil import to_db, utcnow
 
 WATERMARK_KEY = "enrichment.watermark"
@@ -138,20 +139,11 @@ def _candidate(row: sqlite3.Row) -> Candidate:
 
 
 def _read_queue(conn: sqlite3.Connection) -> list[int]:
-    row = conn.execute("SELECT value FROM system_meta WHERE key = ?", (QUEUE_KEY,)).fetchone()
-    value = loads_stored(row[0], []) if row else []
+    stored = read_meta(conn, QUEUE_KEY)
+    value = loads_stored(stored, []) if stored is not None else []
     if not isinstance(value, list):
         return []
     return [int(v) for v in value if isinstance(v, int) and not isinstance(v, bool)]
-
-
-def _set_meta(conn: sqlite3.Connection, key: str, value: str, now: str) -> None:
-    conn.execute(
-        "INSERT INTO system_meta (key, value, updated_at) VALUES (?, ?, ?)"
-        " ON CONFLICT (key) DO UPDATE SET value = excluded.value,"
-        " updated_at = excluded.updated_at",
-        (key, value, now),
-    )
 
 
 class SQLiteEnrichment:
@@ -164,11 +156,9 @@ class SQLiteEnrichment:
         """The highest seq already considered; None before the first cycle."""
 
         def work(conn: sqlite3.Connection) -> int | None:
-            row = conn.execute(
-                "SELECT value FROM system_meta WHERE key = ?", (WATERMARK_KEY,)
-            ).fetchone()
+            value = read_meta(conn, WATERMARK_KEY)
             try:
-                return int(row[0]) if row else None
+                return int(value) if value is not None else None
             except ValueError:
                 return None
 
@@ -239,7 +229,7 @@ class SQLiteEnrichment:
             added = sorted(int(r[0]) for r in rows)
             if added:
                 queue += added
-                _set_meta(conn, QUEUE_KEY, json.dumps(queue), to_db(utcnow()))
+                write_meta(conn, {QUEUE_KEY: json.dumps(queue)}, to_db(utcnow()))
             return Queued(len(added), len(queue))
 
         return await self.db.run_write(work)
@@ -251,13 +241,13 @@ class SQLiteEnrichment:
         def work(conn: sqlite3.Connection) -> None:
             stamp = to_db(now)
             if watermark is not None:
-                _set_meta(conn, WATERMARK_KEY, str(watermark), stamp)
+                write_meta(conn, {WATERMARK_KEY: str(watermark)}, stamp)
                 # a purge during the cycle's LLM calls may have freed the seq it names
                 lower_to_newest_memory(conn, (WATERMARK_KEY,))
             if dequeued:
                 gone = set(dequeued)
                 queue = [s for s in _read_queue(conn) if s not in gone]
-                _set_meta(conn, QUEUE_KEY, json.dumps(queue), stamp)
+                write_meta(conn, {QUEUE_KEY: json.dumps(queue)}, stamp)
 
         await self.db.run_write(work, bookkeeping=True)
 

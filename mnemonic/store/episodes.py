@@ -30,6 +30,7 @@ from mnemonic.cognition.episodes import (
 from mnemonic.jsonsafe import loads_stored
 from mnemonic.store.database import Database
 from mnemonic.store.sql_lists import marks
+from mnemonic.store.system_meta import read_meta, write_meta
 from mnemonic.timeutil import from_db, to_db
 
 WATERMARK_KEY = "episodes.watermark_seq"
@@ -186,19 +187,10 @@ def _write(
         conn.execute("DELETE FROM episodes WHERE id = ?", (episode_id,))
 
 
-def _set_meta(conn: sqlite3.Connection, key: str, value: str, now: str) -> None:
-    conn.execute(
-        "INSERT INTO system_meta (key, value, updated_at) VALUES (?, ?, ?)"
-        " ON CONFLICT (key) DO UPDATE SET value = excluded.value,"
-        " updated_at = excluded.updated_at",
-        (key, value, now),
-    )
-
-
 def _watermark(conn: sqlite3.Connection) -> int:
-    row = conn.execute("SELECT value FROM system_meta WHERE key = ?", (WATERMARK_KEY,)).fetchone()
+    value = read_meta(conn, WATERMARK_KEY)
     try:
-        return int(row[0]) if row else 0
+        return int(value) if value is not None else 0
     except ValueError:
         return 0
 
@@ -251,7 +243,7 @@ class SQLiteEpisodes:
                     removed_count += len(removed)
                     rest = region.rest
             last = int(rows[-1][0])
-            _set_meta(conn, WATERMARK_KEY, str(last), stamp_now)
+            write_meta(conn, {WATERMARK_KEY: str(last)}, stamp_now)
             more = (
                 conn.execute("SELECT 1 FROM memories WHERE seq > ? LIMIT 1", (last,)).fetchone()
                 is not None

@@ -20,6 +20,7 @@ from typing import Any
 from mnemonic.cognition.metacognition import IRRELEVANT_FEEDBACK, LIVE_STATES, Rated
 from mnemonic.jsonsafe import loads_stored
 from mnemonic.store.database import Database
+from mnemonic.store.system_meta import read_meta, write_meta
 from mnemonic.timeutil import from_db, to_db
 
 SAMPLE_CURSOR = "metacognition.sample_cursor"  # system_meta: where the memory sample resumes
@@ -223,10 +224,8 @@ class SQLiteMeta:
             return []
 
         def work(conn: sqlite3.Connection) -> list[SampledMemory]:
-            row = conn.execute(
-                "SELECT value FROM system_meta WHERE key = ?", (SAMPLE_CURSOR,)
-            ).fetchone()
-            after = int(row[0]) if row and str(row[0]).isdigit() else 0
+            cursor = read_meta(conn, SAMPLE_CURSOR)
+            after = int(cursor) if cursor is not None and cursor.isdigit() else 0
             query = (
                 "SELECT seq, id, summary, content, concepts FROM memories"
                 " WHERE seq > ? AND state = 'active' AND embedded = 1 ORDER BY seq LIMIT ?"
@@ -313,28 +312,20 @@ class SQLiteMeta:
                 ids.append(int(cur.lastrowid or 0))
                 if keep > 0:
                     _trim(conn, o.kind, keep)
-            meta: list[tuple[str, str]] = []
+            meta: dict[str, str] = {}
             if sample_cursor is not None:
-                meta.append((SAMPLE_CURSOR, str(sample_cursor)))
+                meta[SAMPLE_CURSOR] = str(sample_cursor)
             if consolidation_asked is not None:
-                meta.append((CONSOLIDATION_ASKED, to_db(consolidation_asked)))
-            for key, value in meta:
-                conn.execute(
-                    "INSERT INTO system_meta (key, value, updated_at) VALUES (?, ?, ?)"
-                    " ON CONFLICT (key) DO UPDATE SET value = excluded.value,"
-                    " updated_at = excluded.updated_at",
-                    (key, value, stamp),
-                )
+                meta[CONSOLIDATION_ASKED] = to_db(consolidation_asked)
+            write_meta(conn, meta, stamp)
             return ids, done
 
         return await self.db.run_write(work)
 
     async def consolidation_asked(self) -> datetime | None:
         def work(conn: sqlite3.Connection) -> datetime | None:
-            row = conn.execute(
-                "SELECT value FROM system_meta WHERE key = ?", (CONSOLIDATION_ASKED,)
-            ).fetchone()
-            return from_db(row[0]) if row else None
+            asked = read_meta(conn, CONSOLIDATION_ASKED)
+            return None if asked is None else from_db(asked)
 
         return await self.db.run_read(work)
 

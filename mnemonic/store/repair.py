@@ -16,6 +16,7 @@ import sqlite3
 
 from mnemonic.jsonsafe import dumps_stored, loads_stored
 from mnemonic.store.database import Database
+from mnemonic.store.system_meta import read_meta, write_meta
 from mnemonic.timeutil import to_db, utcnow
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ _DONE_KEY = "repair.non_finite_metadata"
 
 
 def _repair(conn: sqlite3.Connection) -> int:
-    if conn.execute("SELECT 1 FROM system_meta WHERE key = ?", (_DONE_KEY,)).fetchone():
+    if read_meta(conn, _DONE_KEY) is not None:
         return 0
     changed = 0
     for table in _TABLES:
@@ -51,10 +52,7 @@ def _repair(conn: sqlite3.Connection) -> int:
                 f"UPDATE {table} SET metadata = ? WHERE rowid = ?", (dumps_stored(value), rowid)
             )
             changed += 1
-    conn.execute(
-        "INSERT INTO system_meta (key, value, updated_at) VALUES (?, ?, ?)",
-        (_DONE_KEY, str(changed), to_db(utcnow())),
-    )
+    write_meta(conn, {_DONE_KEY: str(changed)}, to_db(utcnow()))
     if changed:
         log.warning("repaired %d stored metadata values holding NaN or Infinity", changed)
     return changed

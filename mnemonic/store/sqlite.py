@@ -36,6 +36,7 @@ from mnemonic.store.models import (
     Source,
 )
 from mnemonic.store.sql_lists import marks
+from mnemonic.store.system_meta import read_meta, write_meta
 from mnemonic.store.vector_rows import (
     DAMAGED_PASSAGES,
     DAMAGED_WHOLE,
@@ -624,22 +625,10 @@ class SQLiteStore(_VectorMaintenance):
 
     # ---- meta ---------------------------------------------------------------------------
     async def get_meta(self, key: str) -> str | None:
-        def work(conn: sqlite3.Connection) -> str | None:
-            row = conn.execute("SELECT value FROM system_meta WHERE key = ?", (key,)).fetchone()
-            return str(row[0]) if row else None
-
-        return await self.db.run_read(work)
+        return await self.db.run_read(lambda conn: read_meta(conn, key))
 
     async def set_meta(self, key: str, value: str) -> None:
-        def work(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT INTO system_meta (key, value, updated_at) VALUES (?, ?, ?)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value,"
-                " updated_at = excluded.updated_at",
-                (key, value, to_db(utcnow())),
-            )
-
-        await self.db.run_write(work)
+        await self.db.run_write(lambda conn: write_meta(conn, {key: value}, to_db(utcnow())))
 
 
 def fts_phrase(term: str) -> str:
