@@ -98,6 +98,31 @@ MIDNIGHT = datetime(2023, 5, 31, tzinfo=UTC)
             datetime(2022, 12, 1, tzinfo=UTC) - HALF_DAY,
             datetime(2023, 1, 1, tzinfo=UTC) + HALF_DAY,
         ),
+        (  # "on", an ordinal or "of" make a plain number next to a month its day
+            "What did we decide on March 3?",
+            datetime(2023, 3, 3, tzinfo=UTC) - HALF_DAY,
+            datetime(2023, 3, 4, tzinfo=UTC) + HALF_DAY,
+        ),
+        (
+            "the party on the 4th of July",
+            datetime(2022, 7, 4, tzinfo=UTC) - HALF_DAY,
+            datetime(2022, 7, 5, tzinfo=UTC) + HALF_DAY,
+        ),
+        (  # a count after a comma is no day: all of May
+            "In May, 10 of us went hiking. Where?",
+            datetime(2023, 5, 1, tzinfo=UTC) - HALF_DAY,
+            datetime(2023, 6, 1, tzinfo=UTC) + HALF_DAY,
+        ),
+        (  # nor a count before a unit
+            "What did I skip in March 3 times?",
+            datetime(2023, 3, 1, tzinfo=UTC) - HALF_DAY,
+            datetime(2023, 4, 1, tzinfo=UTC) + HALF_DAY,
+        ),
+        (  # the latest February that had one
+            "the February 29th launch",
+            datetime(2020, 2, 29, tzinfo=UTC) - HALF_DAY,
+            datetime(2020, 3, 1, tzinfo=UTC) + HALF_DAY,
+        ),
         (
             "Which books did I read in 2020?",
             datetime(2020, 1, 1, tzinfo=UTC) - HALF_DAY,
@@ -126,6 +151,11 @@ def test_time_phrases_read_as_windows(question: str, start: datetime, end: datet
         "the march on the capital",
         "a party on February 30th",  # no such day
         "What will I do in 2030?",  # a year after the asking one
+        "the trip on June 5, 2024",  # a date after the asking day
+        "Why step 2 may fail",  # a plain number next to a month may be a count
+        "These 2 may be related",
+        "I met June 5 times",
+        "Summarise it in 2000 words",  # a count, not a year
         "in 1850 or so",  # outside 1900..2199: not read as a year
         "",
     ],

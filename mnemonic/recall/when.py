@@ -10,9 +10,10 @@ pushed down, so a phrase that points to where no memory is changes nothing.
 Phrases read: "yesterday"; "two weeks ago", "5 days ago", "a couple of months ago"; "last
 Friday", "last weekend", "last week / month / year" (the calendar one before this);
 "in the last month", "the past three weeks", "last 3 days" (from then up to now); dates
-and months: "on October 13, 2023", "1 February 2023", "the March 15th issue", "in December
-2023", "in June" (without a year, the latest such day or month up to now), "in 2022". Only
-phrases that point to the past are read: "today", "tonight" and "this week" mostly
+and months: "on October 13, 2023", "1 February 2023", "the 15th of March", "in December
+2023", "in June" (without a year, the latest such day or month up to now), "in 2022"
+(``_dated`` says when a number beside a month is its day). Only phrases that point to the
+past are read (a date after now is not): "today", "tonight" and "this week" mostly
 describe the asker's present ("a movie for tonight?"), not where the answer was stored.
 Windows are generous, as people are with time: "two weeks ago" is 14 days back, give or
 take a quarter of that; "last Friday" is that whole day, widened by half a day each side,
@@ -25,7 +26,7 @@ nothing to backtrack. The first phrase found wins.
 from __future__ import annotations
 
 import re
-from calendar import isleap
+from calendar import isleap, monthrange
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -68,6 +69,12 @@ _MONTHS = (
     "december",
 )
 _MONTH_LEADS = frozenset({"in", "during", "early", "mid", "late"})  # before a bare month
+_PAUSE = re.compile(r"[,;:.!?]")  # between two words: a date does not run across it
+# "in 2000 words" counts something; it is no year
+_COUNTED = frozenset(
+    {"words", "characters", "chars", "tokens", "lines", "pages", "bytes", "pixels", "steps"}
+    | {"people", "users", "items", "rows", "calories", "dollars", "euros", "miles", "meters"}
+)
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _SPREAD = 0.25  # "N units ago": the window is N units, give or take this share of it
 _DAY_SLACK = timedelta(hours=12)  # around a named day (UTC times, local days)
@@ -99,7 +106,11 @@ def time_window(question: str, asked_at: datetime) -> TimeWindow | None:
 
 
 def _first_window(question: str, now: datetime) -> TimeWindow | None:
-    words = _WORD.findall(question[:SCANNED_CHARS].casefold())
+    text = question[:SCANNED_CHARS].casefold()
+    spans = [(m.start(), m.end()) for m in _WORD.finditer(text)]
+    words = [text[a:b] for a, b in spans]
+    # after which words a comma or a stop stands: "In May, 10 of us" is not May 10th
+    breaks = {i for i in range(len(spans) - 1) if _PAUSE.search(text, spans[i][1], spans[i + 1][0])}
     for i, word in enumerate(words):
         if word == "yesterday":
             day = _midnight(now) - timedelta(days=1)
@@ -109,13 +120,13 @@ def _first_window(question: str, now: datetime) -> TimeWindow | None:
             if found is not None:
                 return found
         if word in _MONTHS:
-            found = _dated(words, i, now)
+            found = _dated(words, breaks, i, now)
             if found is not None:
                 return found
         if word in ("in", "during") and i + 1 < len(words):
-            year = _year(words[i + 1])
-            if year is not None and year <= now.year:  # "in 2022": that calendar year
-                return _day(datetime(year, 1, 1, tzinfo=now.tzinfo), 366 if isleap(year) else 365)
+            found = _in_year(words, i + 1, now)
+            if found is not None:
+                return found
         if word in ("last", "past") and i + 1 < len(words):
             found = _trailing(words, i, now)
             if found is None and word == "last":
@@ -187,33 +198,57 @@ def _last(what: str, now: datetime) -> TimeWindow | None:
     return None
 
 
-def _dated(words: list[str], i: int, now: datetime) -> TimeWindow | None:
-    """A calendar date or month around the month name at ``i``: "March 15th", "15 March",
-    "October 13, 2023", "in December 2023", "in June". Without a year it is the latest
-    such day or month not after ``now``. A month name alone counts only after "in",
-    "during", "early", "mid" or "late" ("may" and "march" are verbs too)."""
+def _dated(words: list[str], breaks: set[int], i: int, now: datetime) -> TimeWindow | None:
+    """A calendar date or month around the month name at ``i``: "March 15th", "15th
+    March", "the 15th of March", "October 13, 2023", "in December 2023", "in June".
+
+    A plain number next to a month is often a count ("Why step 2 may fail", "in March 3
+    times"), so it is a day only with an ordinal suffix, a year after it, "on" before the
+    month, or nothing after it; one after a comma is no day at all ("In May, 10 of us").
+    A month name alone counts only after "in", "during", "early", "mid" or "late" ("may"
+    and "march" are verbs too). Without a year it is the latest such day or month up to
+    ``now``; a date after ``now`` points to no memory and is not read.
+    """
     month = _MONTHS.index(words[i]) + 1
-    after = words[i + 1] if i + 1 < len(words) else ""
-    before = words[i - 1] if i >= 1 else ""
-    day = _day_of_month(after)
-    year_at = i + 2 if day is not None else i + 1
-    if day is None and (day := _day_of_month(before)) is not None:
-        year_at = i + 1
-    year = _year(words[year_at]) if year_at < len(words) else None
+    size = len(words)
+    before = words[i - 1] if i >= 1 and i - 1 not in breaks else ""
+    day: int | None = None
+    year_at = i + 1  # where a year would stand
+    after = words[i + 1] if i + 1 < size and i not in breaks else ""
+    if (number := _day_of_month(after)) is not None:
+        followed = i + 2 < size and _year(words[i + 2]) is not None
+        if _ordinal(after) or followed or before == "on" or i + 2 == size:
+            day, year_at = number, i + 2
+    year_next = i + 1 < size and _year(words[i + 1]) is not None
+    if day is None and (_ordinal(before) or year_next):
+        day = _day_of_month(before)  # "15th March", "15 March 2023"
+    if day is None and before == "of" and i >= 2 and _ordinal(words[i - 2]):
+        day = _day_of_month(words[i - 2])  # "the 15th of March"
+    year = _year(words[year_at]) if year_at < size else None
     if day is None and year is None and before not in _MONTH_LEADS:
         return None
     if year is None:  # the latest such day or month up to now
-        year = now.year
-        if (month, day or 1) > (now.month, now.day):
+        year = now.year if (month, day or 1) <= (now.month, now.day) else now.year - 1
+        while (month, day) == (2, 29) and not isleap(year):
             year -= 1
-    try:
-        if day is not None:
-            return _day(datetime(year, month, day, tzinfo=now.tzinfo), 1)
-        first = datetime(year, month, 1, tzinfo=now.tzinfo)
-    except ValueError:  # "February 30th"
+    elif (year, month, day or 1) > (now.year, now.month, now.day):
         return None
-    following = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=now.tzinfo)
-    return _day(first, (following - first).days)
+    if day is not None:
+        if day > monthrange(year, month)[1]:  # "February 30th"
+            return None
+        return _day(datetime(year, month, day, tzinfo=now.tzinfo), 1)
+    return _day(datetime(year, month, 1, tzinfo=now.tzinfo), monthrange(year, month)[1])
+
+
+def _in_year(words: list[str], at: int, now: datetime) -> TimeWindow | None:
+    """``in 2022``, ``during 2021``: that calendar year, up to ``now``'s; not a count of
+    something ("in 2000 words")."""
+    year = _year(words[at])
+    if year is None or year > now.year:
+        return None
+    if at + 1 < len(words) and words[at + 1] in _COUNTED:
+        return None
+    return _day(datetime(year, 1, 1, tzinfo=now.tzinfo), 366 if isleap(year) else 365)
 
 
 def _day_of_month(word: str) -> int | None:
@@ -223,6 +258,11 @@ def _day_of_month(word: str) -> int | None:
         return None
     value = int(digits)
     return value if 1 <= value <= 31 else None
+
+
+def _ordinal(word: str) -> bool:
+    """ "15th", "1st", "22nd", "3rd": a day, where a plain "15" may be a count."""
+    return word[-2:] in ("st", "nd", "rd", "th") and word[:-2].isascii() and word[:-2].isdigit()
 
 
 def _year(word: str) -> int | None:
