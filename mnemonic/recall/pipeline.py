@@ -402,9 +402,9 @@ class Recaller:
         fts_within: list[tuple[int, float]] = []
         within = _within(filters, window)
         if terms:
-            fts_hits = await self._search.full_text(terms, filters, depths[0], budget)
-            if within is not None:
-                fts_within = await self._search.full_text(terms, within, depths[0], budget)
+            asked = [filters] if within is None else [filters, within]
+            hits = await self._search.full_text_each(terms, asked, depths[0], budget)
+            fts_hits, fts_within = hits[0], hits[1] if within is not None else []
         stages.lap("entry")
         direct = self._fuse(fts_hits, [], fusion)
         for seq, value in self._fuse(fts_within, [], fusion).items():

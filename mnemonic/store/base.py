@@ -150,6 +150,14 @@ class SearchStore(Protocol):
         self, terms: Sequence[str], filters: Filters, limit: int, match_budget: int
     ) -> list[tuple[int, float]]: ...
 
+    async def full_text_each(
+        self,
+        terms: Sequence[str],
+        filters: Sequence[Filters],
+        limit: int,
+        match_budget: int,
+    ) -> list[list[tuple[int, float]]]: ...
+
 
 class AssociationStore(Protocol):
     async def neighbours(self, seqs: Sequence[int], filters: Filters) -> list[Association]: ...

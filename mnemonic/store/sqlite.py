@@ -483,20 +483,37 @@ class SQLiteStore(_VectorMaintenance):
         add up to more than ``match_budget``, the commonest terms (the lowest IDF, so the
         least say in BM25) are dropped first; the rarest term always stays.
         """
-        where, params = filter_sql(filters)
+        return (await self.full_text_each(terms, [filters], limit, match_budget))[0]
 
-        def work(conn: sqlite3.Connection) -> list[tuple[int, float]]:
+    async def full_text_each(
+        self,
+        terms: Sequence[str],
+        filters: Sequence[Filters],
+        limit: int,
+        match_budget: int,
+    ) -> list[list[tuple[int, float]]]:
+        """``full_text`` under each of ``filters`` in one read: the terms' document
+        frequencies, which decide which terms the budget keeps, are counted once (recall
+        asks the whole store and the time a question names)."""
+        clauses = [filter_sql(f) for f in filters]
+
+        def work(conn: sqlite3.Connection) -> list[list[tuple[int, float]]]:
             kept = _within_budget(conn, list(terms), match_budget)
             if not kept:
-                return []
+                return [[] for _ in clauses]
             match = match_any(kept)
-            rows = conn.execute(
-                "SELECT f.rowid AS seq, bm25(memories_fts, 1.0, 0.5, 0.5, 0.5) AS rank"
-                " FROM memories_fts f JOIN memories m ON m.seq = f.rowid"
-                f" WHERE memories_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
-                [match, *params, limit],
-            ).fetchall()
-            return [(int(r["seq"]), -float(r["rank"])) for r in rows]
+            return [
+                [
+                    (int(r["seq"]), -float(r["rank"]))
+                    for r in conn.execute(
+                        "SELECT f.rowid AS seq, bm25(memories_fts, 1.0, 0.5, 0.5, 0.5) AS rank"
+                        " FROM memories_fts f JOIN memories m ON m.seq = f.rowid"
+                        f" WHERE memories_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
+                        [match, *params, limit],
+                    ).fetchall()
+                ]
+                for where, params in clauses
+            ]
 
         return await self.db.run_read(work)
 
