@@ -269,6 +269,13 @@ class RecallConfig(_Section):
         " (recall/naming.py): a described answer is matched better by meaning.",
     )
     vector_weight: float = Field(1.0, ge=0, description="Weight of the vector ranking in fusion.")
+    clause_weight: float = Field(
+        0.5,
+        ge=0,
+        description="Weight of the vector ranking of a question's clauses (recall/clauses.py:"
+        " 'How old was I when Alex was born?' also asks 'How old was I' and 'Alex was born');"
+        " 0 = off.",
+    )
     passage_vectors: bool = Field(
         True,
         description="A memory's vector score is its best passage's or its whole text's,"

@@ -36,7 +36,7 @@ from mnemonic.encoding import (
 from mnemonic.events.types import WatcherEvent
 from mnemonic.perception import frequency, projects, score
 from mnemonic.perception.filter import HeuristicFilter, event_text
-from mnemonic.recall import evidence, fts_query, intent, mmr, naming, when
+from mnemonic.recall import clauses, evidence, fts_query, intent, mmr, naming, when
 from mnemonic.redact import is_secret_path, redact, redact_json
 from mnemonic.store.models import MemoryType
 
@@ -164,6 +164,7 @@ FUNCTIONS: dict[str, Callable[[str], object]] = {
     ),
     "mmr.word_pairs": mmr.word_pairs,
     "intent.asks_across_events": intent.asks_across_events,
+    "clauses.question_clauses": clauses.question_clauses,
     "naming.names_something": naming.names_something,
     "when.time_window": lambda s: when.time_window(s, _NOW),
 }

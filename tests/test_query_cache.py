@@ -42,3 +42,23 @@ def test_long_queries_and_a_zero_size_are_not_cached(embedder: OnnxEmbedder) -> 
         assert len(cache) == 0
 
     asyncio.run(scenario())
+
+
+def test_a_question_and_its_clauses_are_embedded_in_one_call_and_cached(
+    embedder: OnnxEmbedder,
+) -> None:
+    async def scenario() -> None:
+        cache = QueryVectors(embedder, size=8)
+        held = await cache.get("How old was I")
+        texts = ["How old was I when Alex was born?", "How old was I", "Alex was born"]
+        vectors = await cache.get_many(texts)
+        # the cached clause is reused, the two others cost one model call between them
+        assert vectors[1] is held and (cache.hits, cache.misses) == (1, 3)
+        expected = embedder.embed(texts)
+        for got, want in zip(vectors, expected, strict=True):
+            np.testing.assert_allclose(got, want, atol=1e-6)
+        again = await cache.get_many(texts)
+        assert all(a is b for a, b in zip(again, vectors, strict=True))
+        assert (cache.hits, cache.misses) == (4, 3)
+
+    asyncio.run(scenario())

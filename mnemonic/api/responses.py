@@ -146,6 +146,12 @@ class Explain(_Out):
     spread: float
     fts_rank: int | None
     vector_rank: int | None
+    clause_rank: int | None = Field(
+        None,
+        description="Rank among the nearest memories of the question's clauses ('How old was"
+        " I when Alex was born?' also asks 'How old was I' and 'Alex was born'); null when"
+        " the question has none or this memory is not among them.",
+    )
     cosine: float | None
     pattern: PatternLift | None = Field(
         None, description="A pattern the query matched that holds this memory as evidence."

@@ -59,6 +59,7 @@ def result_json(scored: Scored, *, explain: bool) -> dict[str, Any]:
             "spread": sig.spread,
             "fts_rank": sig.fts_rank,
             "vector_rank": sig.vector_rank,
+            "clause_rank": sig.clause_rank,
             "cosine": sig.cosine,
             "pattern": (
                 {"id": sig.pattern_id, "title": sig.pattern_title, "lift": sig.pattern}

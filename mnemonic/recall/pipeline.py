@@ -25,6 +25,7 @@ from mnemonic.index.patterns import PatternMatch
 from mnemonic.index.recall_index import RecallIndex
 from mnemonic.llm.embedding import EmbeddingProvider, Vectors
 from mnemonic.recall.activation import Arrival, Spread, SpreadSettings, spread, spread_arrays
+from mnemonic.recall.clauses import question_clauses
 from mnemonic.recall.evidence import Calibration, query_evidence
 from mnemonic.recall.fts_query import query_terms
 from mnemonic.recall.fusion import linear, rrf
@@ -63,6 +64,7 @@ class _Fusion:
 
     depths: tuple[int, int]  # hits kept from the full text and from the vectors
     fts_weight: float  # the full text's weight: by whether the question names something
+    clauses: tuple[str, ...] = ()  # the question's clauses, searched too (``clauses.py``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +203,11 @@ class Recaller:
         stages = _Stages()
         terms = query_terms(query)
         depths = (max(cfg.fts_candidates, limit), max(cfg.vector_candidates, limit))
-        fusion = _Fusion(depths, cfg.fts_weight if names_something(query) else cfg.fts_weight_plain)
+        fusion = _Fusion(
+            depths,
+            cfg.fts_weight if names_something(query) else cfg.fts_weight_plain,
+            tuple(question_clauses(query)) if cfg.clause_weight > 0 else (),
+        )
         keep = max(cfg.mmr_pool, limit) * 2
         in_memory = self._index.ready and cfg.index == "memory"
         window = None
@@ -293,11 +299,20 @@ class Recaller:
         full_text = self._off_loop(
             index.full_text, terms, filters, depths[0], self._cfg.fts_match_budget
         )
-        vector = await self._vectors.get(query, self._executor)
+        vector, *clauses = await self._vectors.get_many([query, *fusion.clauses], self._executor)
         allowed, fts_hits = await full_text
         stages.lap("entry")
         found = await self._off_loop(
-            self._rank_in_memory, vector, allowed, fts_hits, filters, fusion, keep, terms, window
+            self._rank_in_memory,
+            vector,
+            clauses,
+            allowed,
+            fts_hits,
+            filters,
+            fusion,
+            keep,
+            terms,
+            window,
         )
         stages.lap("rank")
         return found
@@ -305,6 +320,7 @@ class Recaller:
     def _rank_in_memory(
         self,
         vector: Vectors,
+        clauses: list[Vectors],
         allowed: BoolArray,
         fts_hits: list[tuple[int, float]],
         filters: Filters,
@@ -317,7 +333,11 @@ class Recaller:
         depths = fusion.depths
         passages = self._cfg.passage_vectors
         vector_hits = index.nearest(vector, depths[1], allowed, filters, passages=passages)
-        direct = self._fuse(fts_hits, vector_hits, fusion)
+        clause_hits = _best_cosines(
+            [index.nearest(v, depths[1], allowed, filters, passages=passages) for v in clauses],
+            depths[1],
+        )
+        direct = self._fuse(fts_hits, vector_hits, fusion, clause_hits)
         within = _within(filters, window)
         windowed: list[tuple[int, float]] = []
         if within is not None:
@@ -348,6 +368,7 @@ class Recaller:
             {},
             lifted=lifted,
             window=window,
+            clause_hits=clause_hits,
         )
         for seq, cosine in windowed:  # evidence and explain see their cosines too
             found.cosine.setdefault(seq, cosine)
@@ -437,11 +458,18 @@ class Recaller:
         fts_hits: list[tuple[int, float]],
         vector_hits: list[tuple[int, float]],
         fusion: _Fusion,
+        clause_hits: list[tuple[int, float]] | None = None,
     ) -> dict[int, float]:
+        """One direct-hit strength from the entry points' lists; the clauses' nearest
+        memories (``clauses.py``) are a third list when the question has clauses."""
         cfg = self._cfg
         entry = [(fts_hits, fusion.fts_weight), (vector_hits, cfg.vector_weight)]
+        depths = list(fusion.depths)
+        if clause_hits:
+            entry.append((clause_hits, cfg.clause_weight))
+            depths.append(fusion.depths[1])
         if cfg.fusion == "linear":
-            return linear(entry, fusion.depths)
+            return linear(entry, depths)
         return rrf(entry, cfg.rrf_k)
 
     def _seeds(self, direct: Mapping[int, float]) -> dict[int, float]:
@@ -460,6 +488,7 @@ class Recaller:
         *,
         lifted: Mapping[int, PatternMatch] | None = None,
         window: TimeWindow | None = None,
+        clause_hits: Sequence[tuple[int, float]] = (),
     ) -> _Candidates:
         """Score the ``keep`` most relevant candidates; ``ranked_already`` passes the
         relevance and shortlist a caller computed (the SQL path reads those memories
@@ -476,6 +505,7 @@ class Recaller:
         fts_ranked = [seq for seq, _ in fts_hits]
         fts_rank = {seq: i for i, seq in enumerate(fts_ranked, start=1)}
         vec_rank = {seq: i for i, (seq, _) in enumerate(vector_hits, start=1)}
+        clause_rank = {seq: i for i, (seq, _) in enumerate(clause_hits, start=1)}
         cosine = dict(vector_hits)
         now = utcnow()
         ranked: list[Ranked] = []
@@ -489,6 +519,7 @@ class Recaller:
                 fts_rank=fts_rank.get(seq),
                 vector_rank=vec_rank.get(seq),
                 cosine=cosine.get(seq),
+                clause_rank=clause_rank.get(seq),
             )
             by_pattern = lifted.get(seq)
             if by_pattern is not None:
@@ -508,6 +539,17 @@ class Recaller:
             count=len(relevance),
             known=known,
         )
+
+
+def _best_cosines(lists: Sequence[list[tuple[int, float]]], depth: int) -> list[tuple[int, float]]:
+    """The hits of several searches as one list: each memory at its best cosine, best
+    first, cut at ``depth``."""
+    best: dict[int, float] = {}
+    for hits in lists:
+        for seq, cosine in hits:
+            if cosine > best.get(seq, -2.0):
+                best[seq] = cosine
+    return sorted(best.items(), key=lambda kv: -kv[1])[:depth]
 
 
 def _reached(arrival: Arrival | None, memories: Mapping[int, Memory]) -> Reached | None:

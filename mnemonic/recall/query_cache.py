@@ -31,18 +31,31 @@ class QueryVectors:
         return len(self._cache)
 
     async def get(self, query: str, executor: Executor | None = None) -> Vectors:
-        cached = self._cache.get(query)
-        if cached is not None:
-            self._cache.move_to_end(query)
-            self.hits += 1
-            return cached
-        self.misses += 1
-        loop = asyncio.get_running_loop()
-        vectors = await loop.run_in_executor(executor, self._embedder.embed, [query])
-        vector: Vectors = vectors[0]
+        return (await self.get_many([query], executor))[0]
+
+    async def get_many(self, queries: list[str], executor: Executor | None = None) -> list[Vectors]:
+        """The vector of each query; those not cached are embedded in one model call (a
+        question and its clauses, ``recall/clauses.py``)."""
+        found: dict[str, Vectors] = {}
+        for query in queries:
+            cached = self._cache.get(query)
+            if cached is not None:
+                self._cache.move_to_end(query)
+                self.hits += 1
+                found[query] = cached
+        missing = [q for q in dict.fromkeys(queries) if q not in found]
+        if missing:
+            self.misses += len(missing)
+            loop = asyncio.get_running_loop()
+            vectors = await loop.run_in_executor(executor, self._embedder.embed, missing)
+            for query, vector in zip(missing, vectors, strict=True):
+                found[query] = vector
+                self._hold(query, vector)
+        return [found[q] for q in queries]
+
+    def _hold(self, query: str, vector: Vectors) -> None:
         if self._size > 0 and len(query) <= MAX_KEY_CHARS:
             vector.setflags(write=False)  # shared between queries: nobody may change it
             self._cache[query] = vector
             while len(self._cache) > self._size:
                 self._cache.popitem(last=False)
-        return vector

@@ -214,7 +214,7 @@ function explainBody(result, byId) {
     h(
       "p",
       { class: "explain-signals muted" },
-      `direct ${fmt(explain.direct)} · spread ${fmt(explain.spread)} · full-text rank ${explain.fts_rank ?? "–"} · vector rank ${explain.vector_rank ?? "–"} · cosine ${fmt(explain.cosine)} · × ${fmt(explain.multiplier)}`,
+      `direct ${fmt(explain.direct)} · spread ${fmt(explain.spread)} · full-text rank ${explain.fts_rank ?? "–"} · vector rank ${explain.vector_rank ?? "–"} · clause rank ${explain.clause_rank ?? "–"} · cosine ${fmt(explain.cosine)} · × ${fmt(explain.multiplier)}`,
     ),
     pattern,
     ...supersession,

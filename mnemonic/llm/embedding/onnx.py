@@ -155,7 +155,7 @@ def _encodable(text: str) -> str:
     return text
 
 
-URGENT_TEXTS = 2  # calls this small (queries) run before waiting batches
+URGENT_TEXTS = 5  # calls this small (a question and up to 4 clauses) run before waiting batches
 
 
 class _Turnstile:

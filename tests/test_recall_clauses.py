@@ -1,0 +1,92 @@
+"""A question that joins facts is searched by its clauses too (recall/clauses.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from starlette.testclient import TestClient
+
+from mnemonic.recall.clauses import MAX_CLAUSES, SCANNED_CHARS, question_clauses
+from tests.support.api import query, remember
+
+
+@pytest.mark.parametrize(
+    ("question", "clauses"),
+    [
+        ("How old was I when Alex was born?", ["How old was I", "Alex was born"]),
+        (
+            "How many years older am I than when I graduated from college?",
+            ["How many years older am I", "I graduated from college"],
+        ),
+        (
+            "Which did I buy first, the necklace or the photo album?",
+            ["Which did I buy first, the necklace", "the photo album"],
+        ),
+        (
+            "What did Caroline do after the parade and before the move?",
+            ["What did Caroline do", "the parade", "the move"],
+        ),
+        (
+            "WHEN did the deploy break AFTER the migration ran",
+            ["did the deploy break", "the migration ran"],
+        ),
+        # one clause of two words or more is no join
+        ("What did she tell Caroline and me?", []),
+        ("When did I start running?", []),
+        ("How many kitchen items did I replace or fix?", []),
+        ("Where did I park?", []),
+        # a connective inside a word is none ("Andrew", "sinceRe", "thank")
+        ("What did Andrew thank Orla for?", []),
+        ("", []),
+    ],
+)
+def test_a_question_is_cut_at_its_connectives(question: str, clauses: list[str]) -> None:
+    assert question_clauses(question) == clauses
+
+
+def test_clauses_are_bounded_and_only_the_question_start_is_read() -> None:
+    many = " and ".join(f"the step number {i}" for i in range(20))
+    assert len(question_clauses(many)) == MAX_CLAUSES
+    late = "x " * SCANNED_CHARS + "what I did when it broke"
+    assert question_clauses(late) == []
+
+
+AGE = "I turned 32 last month and I keep wondering about a career change"
+OTHERS = [
+    "my niece arrived at three in the morning last spring",
+    "the twins came a week early but they are fine",
+    "our neighbour's baby girl arrived in June",
+    "the new intern starts on Monday",
+    "the baby shower is next weekend",
+    "my sister is expecting her first child in May",
+]
+QUESTION = "How old was I when Alex was born?"
+
+
+def test_each_clause_brings_its_nearest_memories(make_client: Callable[..., TestClient]) -> None:
+    """The note with the asker's age is the nearest memory of "How old was I": with the
+    clauses searched it heads their list (``clause_rank`` 1), and that list adds to its
+    direct strength by exactly its weight; without, no result has a clause rank.
+
+    Direct strength is the lists' weighted shares over their total weight: full text 1.3
+    (the question names Alex), vectors 1.0, clauses 0.5. The note holds none of the
+    question's words, so it is w/o clauses v / 2.3 and with them (v + 0.5) / 2.8, v its
+    share of the whole question's vector list, the same in both daemons."""
+    direct: dict[float, float] = {}
+    for clause_weight in (0.0, 0.5):
+        client = make_client(recall={"clause_weight": clause_weight, "min_score": 0})
+        for note in OTHERS:
+            remember(client, note, project="p")
+        age = remember(client, AGE, project="p")["memory_id"]
+        results = query(client, QUESTION, project="p", explain=True)["results"]
+        explained = {r["memory"]["id"]: r["explain"] for r in results}
+        assert explained[age]["fts_rank"] is None
+        direct[clause_weight] = explained[age]["direct"]
+        if clause_weight:
+            assert explained[age]["clause_rank"] == 1
+        else:
+            assert all(e["clause_rank"] is None for e in explained.values())
+    share = direct[0.0] * 2.3
+    assert 0 < share < 1
+    assert direct[0.5] == pytest.approx((share + 0.5) / 2.8, rel=1e-6)
