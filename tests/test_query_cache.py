@@ -44,21 +44,50 @@ def test_long_queries_and_a_zero_size_are_not_cached(embedder: OnnxEmbedder) -> 
     asyncio.run(scenario())
 
 
-def test_a_question_and_its_clauses_are_embedded_in_one_call_and_cached(
+class _Counting:
+    """The real model, with a record of each call it gets (texts, urgent)."""
+
+    def __init__(self, embedder: OnnxEmbedder) -> None:
+        self.inner = embedder
+        self.calls: list[tuple[list[str], bool]] = []
+        self.name, self.dim = embedder.name, embedder.dim
+
+    def embed(self, texts: list[str], *, urgent: bool = False) -> np.ndarray:
+        self.calls.append((list(texts), urgent))
+        return self.inner.embed(texts, urgent=urgent)
+
+
+def test_a_question_and_its_clauses_are_embedded_in_one_urgent_call_and_cached(
     embedder: OnnxEmbedder,
 ) -> None:
     async def scenario() -> None:
-        cache = QueryVectors(embedder, size=8)
+        counting = _Counting(embedder)
+        cache = QueryVectors(counting, size=8)
         held = await cache.get("How old was I")
         texts = ["How old was I when Alex was born?", "How old was I", "Alex was born"]
         vectors = await cache.get_many(texts)
-        # the cached clause is reused, the two others cost one model call between them
+        # the cached clause is reused; the two others cost one call, urgent (a question
+        # waits for it, so it goes before encoder batches even with three texts or more)
+        assert counting.calls == [
+            (["How old was I"], True),
+            (["How old was I when Alex was born?", "Alex was born"], True),
+        ]
         assert vectors[1] is held and (cache.hits, cache.misses) == (1, 3)
-        expected = embedder.embed(texts)
-        for got, want in zip(vectors, expected, strict=True):
+        for got, want in zip(vectors, embedder.embed(texts), strict=True):
             np.testing.assert_allclose(got, want, atol=1e-6)
+            assert got.base is None and not got.flags.writeable  # its own read-only array
         again = await cache.get_many(texts)
         assert all(a is b for a, b in zip(again, vectors, strict=True))
-        assert (cache.hits, cache.misses) == (4, 3)
+        assert (cache.hits, cache.misses) == (4, 3) and len(counting.calls) == 2
+
+    asyncio.run(scenario())
+
+
+def test_the_question_outlives_its_clauses_in_a_small_cache(embedder: OnnxEmbedder) -> None:
+    async def scenario() -> None:
+        cache = QueryVectors(embedder, size=1)
+        await cache.get_many(["How old was I when Alex was born?", "How old was I"])
+        await cache.get("How old was I when Alex was born?")
+        assert (cache.hits, cache.misses) == (1, 2)
 
     asyncio.run(scenario())

@@ -39,6 +39,7 @@ from tests.support.api import query, remember
         # a connective inside a word is none ("Andrew", "sinceRe", "thank")
         ("What did Andrew thank Orla for?", []),
         ("", []),
+        ("the cat and the cat or the dog", ["the cat", "the dog"]),  # each clause once
     ],
 )
 def test_a_question_is_cut_at_its_connectives(question: str, clauses: list[str]) -> None:

@@ -147,10 +147,10 @@ class Explain(_Out):
     fts_rank: int | None
     vector_rank: int | None
     clause_rank: int | None = Field(
-        None,
         description="Rank among the nearest memories of the question's clauses ('How old was"
         " I when Alex was born?' also asks 'How old was I' and 'Alex was born'); null when"
-        " the question has none or this memory is not among them.",
+        " the question has none, this memory is not among them, `recall.clause_weight` is 0"
+        " or recall ran without vectors (the SQL path while the index builds).",
     )
     cosine: float | None
     pattern: PatternLift | None = Field(

@@ -139,8 +139,14 @@ class PassageVectors:
     def search(self, query: F32, k: int, allowed: Mask | None) -> Hits:
         """The ``k`` memories whose best passage is nearest ``query`` (seq, cosine), best
         first, among the seqs ``allowed`` lets through (all when None)."""
+        return self.search_many(np.asarray(query, dtype=np.float32).reshape(1, -1), k, allowed)[0]
+
+    def search_many(self, queries: F32, k: int, allowed: Mask | None) -> list[Hits]:
+        """``search`` for each row of ``queries`` under one mask: one product over the
+        passage rows for all of them (a question's clauses, ``recall/clauses.py``)."""
+        empty: list[Hits] = [[] for _ in range(len(queries))]
         if k <= 0 or not len(self.vectors):
-            return []
+            return empty
         top = self._top
         owner = self._owner[:top]  # rows handed out after this are not searched
         if allowed is None:
@@ -150,16 +156,21 @@ class PassageVectors:
             inside = np.flatnonzero((owner >= 0) & (owner < len(allowed)))
             row_mask[inside] = allowed[owner[inside]]
         if not row_mask.any():
-            return []
-        hits = self.vectors.search(query, k * ROWS_PER_HIT, row_mask)
-        best: dict[int, float] = {}
-        for row, score in hits:
-            seq = int(owner[row]) if row < top else -1
-            if seq < 0 or (allowed is not None and (seq >= len(allowed) or not allowed[seq])):
-                continue  # a row freed, or handed to another memory, since the mask was made
-            if score > best.get(seq, -2.0):
-                best[seq] = score
-        return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+            return empty
+        found = self.vectors.search_many(
+            queries, k * ROWS_PER_HIT, [row_mask] * len(queries), [None] * len(queries)
+        )
+        out: list[Hits] = []
+        for hits in found:
+            best: dict[int, float] = {}
+            for row, score in hits:
+                seq = int(owner[row]) if row < top else -1
+                if seq < 0 or (allowed is not None and (seq >= len(allowed) or not allowed[seq])):
+                    continue  # a row freed, or handed to another memory, since the mask was made
+                if score > best.get(seq, -2.0):
+                    best[seq] = score
+            out.append(sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:k])
+        return out
 
 
 def best_of(whole: Hits, passages: Hits, k: int) -> Hits:

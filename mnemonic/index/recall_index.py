@@ -534,6 +534,29 @@ class RecallIndex:
             return whole
         return best_of(whole, self.passages.search(vector, k, allowed), k)
 
+    def nearest_each(
+        self,
+        vectors: Vectors,
+        k: int,
+        allowed: BoolArray,
+        filters: Filters,
+        *,
+        passages: bool = False,
+    ) -> list[list[tuple[int, float]]]:
+        """``nearest`` for each row of ``vectors`` under one filter: one product over the
+        whole vectors and one over the passages for all rows (a question's clauses)."""
+        if not len(vectors):
+            return []
+        candidates = (
+            self.columns.project_seqs(filters.project) if filters.project is not None else None
+        )
+        n = len(vectors)
+        whole = self.vectors.search_many(vectors, k, [allowed] * n, [candidates] * n)
+        if not passages or not len(self.passages):
+            return whole
+        parts = self.passages.search_many(vectors, k, allowed)
+        return [best_of(w, p, k) for w, p in zip(whole, parts, strict=True)]
+
     def nearest_many(
         self, vectors: Vectors, k: int, filters: Sequence[Filters]
     ) -> list[list[tuple[int, float]]]:

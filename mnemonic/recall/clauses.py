@@ -27,5 +27,5 @@ _EDGES = " \t\r\n?!.,;:\"'"
 def question_clauses(question: str) -> list[str]:
     """The clauses of ``question`` (see module); none when it does not join facts."""
     parts = (part.strip(_EDGES) for part in _CONNECTIVE.split(question[:SCANNED_CHARS]))
-    kept = [part for part in parts if len(part.split(maxsplit=1)) >= 2]
+    kept = list(dict.fromkeys(part for part in parts if len(part.split(maxsplit=1)) >= 2))
     return kept[:MAX_CLAUSES] if len(kept) >= 2 else []

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TypeVar
 
+import numpy as np
+
 from mnemonic.config import RecallConfig
 from mnemonic.index.columns import BoolArray, Traits
 from mnemonic.index.patterns import PatternMatch
@@ -206,7 +208,8 @@ class Recaller:
         fusion = _Fusion(
             depths,
             cfg.fts_weight if names_something(query) else cfg.fts_weight_plain,
-            tuple(question_clauses(query)) if cfg.clause_weight > 0 else (),
+            # the clauses are vector searches: none with the vectors weighed out
+            tuple(question_clauses(query)) if cfg.clause_weight and cfg.vector_weight else (),
         )
         keep = max(cfg.mmr_pool, limit) * 2
         in_memory = self._index.ready and cfg.index == "memory"
@@ -333,10 +336,12 @@ class Recaller:
         depths = fusion.depths
         passages = self._cfg.passage_vectors
         vector_hits = index.nearest(vector, depths[1], allowed, filters, passages=passages)
-        clause_hits = _best_cosines(
-            [index.nearest(v, depths[1], allowed, filters, passages=passages) for v in clauses],
-            depths[1],
-        )
+        clause_hits: list[tuple[int, float]] | None = None
+        if clauses:  # one product for all of them
+            each = index.nearest_each(
+                np.stack(clauses), depths[1], allowed, filters, passages=passages
+            )
+            clause_hits = _merged(each, depths[1])
         direct = self._fuse(fts_hits, vector_hits, fusion, clause_hits)
         within = _within(filters, window)
         windowed: list[tuple[int, float]] = []
@@ -347,7 +352,9 @@ class Recaller:
                 terms, within, depths[0], self._cfg.fts_match_budget
             )
             windowed = index.nearest(vector, depths[1], allowed_within, within, passages=passages)
-            for seq, value in self._fuse(fts_within, windowed, fusion).items():
+            # the clauses' hits inside the window: the same lists, so the same total weight
+            clauses_within = None if clause_hits is None else _inside(clause_hits, allowed_within)
+            for seq, value in self._fuse(fts_within, windowed, fusion, clauses_within).items():
                 direct[seq] = max(direct.get(seq, 0.0), value)
         flow = spread_arrays(self._seeds(direct), index.graph, allowed, self._spread)
         cfg = self._cfg
@@ -368,7 +375,7 @@ class Recaller:
             {},
             lifted=lifted,
             window=window,
-            clause_hits=clause_hits,
+            clause_hits=clause_hits or (),
         )
         for seq, cosine in windowed:  # evidence and explain see their cosines too
             found.cosine.setdefault(seq, cosine)
@@ -461,11 +468,12 @@ class Recaller:
         clause_hits: list[tuple[int, float]] | None = None,
     ) -> dict[int, float]:
         """One direct-hit strength from the entry points' lists; the clauses' nearest
-        memories (``clauses.py``) are a third list when the question has clauses."""
+        memories (``clauses.py``) are a third list whenever the question has clauses, even
+        an empty one, so every list of one question weighs the same total."""
         cfg = self._cfg
         entry = [(fts_hits, fusion.fts_weight), (vector_hits, cfg.vector_weight)]
         depths = list(fusion.depths)
-        if clause_hits:
+        if clause_hits is not None:
             entry.append((clause_hits, cfg.clause_weight))
             depths.append(fusion.depths[1])
         if cfg.fusion == "linear":
@@ -541,15 +549,23 @@ class Recaller:
         )
 
 
-def _best_cosines(lists: Sequence[list[tuple[int, float]]], depth: int) -> list[tuple[int, float]]:
-    """The hits of several searches as one list: each memory at its best cosine, best
-    first, cut at ``depth``."""
+def _merged(lists: Sequence[list[tuple[int, float]]], depth: int) -> list[tuple[int, float]]:
+    """The clauses' hits as one list, best cosine first, cut at ``depth``: each clause's
+    best ``depth / len(lists)`` come first, so one generic clause ("What did she do")
+    cannot fill the list and leave another's evidence out; a memory several clauses
+    found keeps its best cosine."""
+    share = -(-depth // max(len(lists), 1))
     best: dict[int, float] = {}
     for hits in lists:
-        for seq, cosine in hits:
-            if cosine > best.get(seq, -2.0):
+        for seq, cosine in hits[:share]:
+            if seq not in best or cosine > best[seq]:
                 best[seq] = cosine
-    return sorted(best.items(), key=lambda kv: -kv[1])[:depth]
+    return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:depth]
+
+
+def _inside(hits: list[tuple[int, float]], allowed: BoolArray) -> list[tuple[int, float]]:
+    """The hits whose memory ``allowed`` lets through."""
+    return [(seq, c) for seq, c in hits if seq < len(allowed) and allowed[seq]]
 
 
 def _reached(arrival: Arrival | None, memories: Mapping[int, Memory]) -> Reached | None:

@@ -11,6 +11,9 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from concurrent.futures import Executor
+from functools import partial
+
+import numpy as np
 
 from mnemonic.llm.embedding import EmbeddingProvider, Vectors
 
@@ -47,15 +50,20 @@ class QueryVectors:
         if missing:
             self.misses += len(missing)
             loop = asyncio.get_running_loop()
-            vectors = await loop.run_in_executor(executor, self._embedder.embed, missing)
-            for query, vector in zip(missing, vectors, strict=True):
+            embed = partial(self._embedder.embed, missing, urgent=True)
+            vectors = await loop.run_in_executor(executor, embed)
+            # each its own array (a row would keep the whole batch alive), read-only as it
+            # is shared between queries; the first text (the question) held last, so its
+            # own clauses do not push it out of a small cache
+            for query, row in reversed(list(zip(missing, vectors, strict=True))):
+                vector: Vectors = np.array(row, dtype=np.float32)
+                vector.setflags(write=False)
                 found[query] = vector
                 self._hold(query, vector)
         return [found[q] for q in queries]
 
     def _hold(self, query: str, vector: Vectors) -> None:
         if self._size > 0 and len(query) <= MAX_KEY_CHARS:
-            vector.setflags(write=False)  # shared between queries: nobody may change it
             self._cache[query] = vector
             while len(self._cache) > self._size:
                 self._cache.popitem(last=False)

@@ -33,6 +33,7 @@ class EmbeddingProvider(Protocol):
         """The vector dimension."""
         ...
 
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        """Return an ``(len(texts), dim)`` float32 array of unit-length rows."""
+    def embed(self, texts: Sequence[str], *, urgent: bool = False) -> Vectors:
+        """Return an ``(len(texts), dim)`` float32 array of unit-length rows. ``urgent``
+        (a question waiting for its answer) may go before work already waiting."""
         ...

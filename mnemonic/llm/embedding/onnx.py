@@ -103,14 +103,16 @@ class OnnxEmbedder:
     def max_tokens(self) -> int:
         return self._max_tokens
 
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        """Embed in length-sorted batches so each batch pads only to its own longest text."""
+    def embed(self, texts: Sequence[str], *, urgent: bool = False) -> Vectors:
+        """Embed in length-sorted batches so each batch pads only to its own longest text.
+        An ``urgent`` call (a question and its clauses) runs before waiting batches; so does
+        any call of ``URGENT_TEXTS`` texts or fewer."""
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not a single str")
         if len(texts) == 0:
             return np.zeros((0, MODEL_DIM), dtype=np.float32)
         cleaned = [_encodable(t) for t in texts]
-        urgent = len(cleaned) <= URGENT_TEXTS
+        urgent = urgent or len(cleaned) <= URGENT_TEXTS
         encodings = self._tokenizer.encode_batch(cleaned)  # the Rust tokenizer is thread-safe
         lengths = [len(e.ids) for e in encodings]
         out = np.empty((len(texts), MODEL_DIM), dtype=np.float32)
@@ -155,7 +157,7 @@ def _encodable(text: str) -> str:
     return text
 
 
-URGENT_TEXTS = 5  # calls this small (a question and up to 4 clauses) run before waiting batches
+URGENT_TEXTS = 2  # calls this small (queries) run before waiting batches
 
 
 class _Turnstile:

@@ -81,8 +81,9 @@ class OpenAICompatibleEmbedder:
         logger.info("embedding endpoint %s serves %s, dim %d", self._where, self.name, self._dim)
         return int(vectors.shape[1])
 
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        """Embed in ``batch_size`` requests; ``[]`` makes no request (``(0, 0)`` if no dim yet)."""
+    def embed(self, texts: Sequence[str], *, urgent: bool = False) -> Vectors:
+        """Embed in ``batch_size`` requests; ``[]`` makes no request (``(0, 0)`` if no dim
+        yet). ``urgent`` changes nothing: each call is its own request."""
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not a single str")
         if len(texts) == 0:
