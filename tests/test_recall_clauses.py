@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from starlette.testclient import TestClient
@@ -91,3 +92,39 @@ def test_each_clause_brings_its_nearest_memories(make_client: Callable[..., Test
     share = direct[0.0] * 2.3
     assert 0 < share < 1
     assert direct[0.5] == pytest.approx((share + 0.5) / 2.8, rel=1e-6)
+
+
+def test_the_named_time_weighs_the_clauses_as_the_whole_store_does(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """A question with clauses and a named time: the one note inside the window tops the
+    window's full-text and vector lists but is no clause's nearest (the notes outside
+    the window are nearer each clause). Its strength from the window is then its shares
+    over the same total weight as the whole store's fusion, clauses included:
+    (1.0 + 1.0 + 0) / 2.5 for a plain question, not the 1.0 a fusion without the
+    clauses' list would give it."""
+    asked = datetime(2023, 5, 31, 15, 0, tzinfo=UTC)
+    client = make_client(
+        recall={"vector_candidates": 2, "fts_candidates": 2, "spread_hops": 0, "min_score": 0}
+    )
+    inside = remember(
+        client,
+        "cooked a big pot of chili on the stove",
+        project="p",
+        timestamp=(asked - timedelta(days=14)).isoformat(),
+    )["memory_id"]
+    for note in [
+        "What did I cook for dinner?",
+        "my sister visited two weeks ago",
+        "my sister visited us two weeks ago with the kids",
+        "What did I cook for the party?",
+    ]:
+        remember(client, note, project="p", timestamp=(asked - timedelta(days=60)).isoformat())
+    question = "What did I cook when my sister visited two weeks ago?"
+    assert question_clauses(question) == ["What did I cook", "my sister visited two weeks ago"]
+    results = query(
+        client, question, project="p", explain=True, limit=2, asked_at=asked.isoformat()
+    )["results"]
+    explained = {r["memory"]["id"]: r["explain"] for r in results}
+    assert explained[inside]["clause_rank"] is None
+    assert explained[inside]["direct"] == pytest.approx(2.0 / 2.5, rel=1e-6)
