@@ -526,13 +526,8 @@ class RecallIndex:
     ) -> list[tuple[int, float]]:
         """The ``k`` nearest memories (seq, cosine); with ``passages`` a memory's cosine is
         its best passage's when that beats its whole vector's (``index/passages.py``)."""
-        candidates = (
-            self.columns.project_seqs(filters.project) if filters.project is not None else None
-        )
-        whole = self.vectors.search(vector, k, allowed, candidates)
-        if not passages or not len(self.passages):
-            return whole
-        return best_of(whole, self.passages.search(vector, k, allowed), k)
+        query = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+        return self.nearest_each(query, k, allowed, filters, passages=passages)[0]
 
     def nearest_each(
         self,

@@ -23,6 +23,7 @@ import numpy as np
 
 from mnemonic.config import RecallConfig
 from mnemonic.index.columns import BoolArray, Traits
+from mnemonic.index.passages import best_of
 from mnemonic.index.patterns import PatternMatch
 from mnemonic.index.recall_index import RecallIndex
 from mnemonic.llm.embedding import EmbeddingProvider, Vectors
@@ -553,14 +554,12 @@ def _merged(lists: Sequence[list[tuple[int, float]]], depth: int) -> list[tuple[
     """The clauses' hits as one list, best cosine first, cut at ``depth``: each clause's
     best ``depth / len(lists)`` come first, so one generic clause ("What did she do")
     cannot fill the list and leave another's evidence out; a memory several clauses
-    found keeps its best cosine."""
+    found keeps its best cosine (``best_of``, as for a passage and its whole vector)."""
     share = -(-depth // max(len(lists), 1))
-    best: dict[int, float] = {}
+    merged: list[tuple[int, float]] = []
     for hits in lists:
-        for seq, cosine in hits[:share]:
-            if seq not in best or cosine > best[seq]:
-                best[seq] = cosine
-    return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:depth]
+        merged = best_of(merged, hits[:share], depth)
+    return merged
 
 
 def _inside(hits: list[tuple[int, float]], allowed: BoolArray) -> list[tuple[int, float]]:

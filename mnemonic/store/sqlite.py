@@ -502,18 +502,17 @@ class SQLiteStore(_VectorMaintenance):
             if not kept:
                 return [[] for _ in clauses]
             match = match_any(kept)
-            return [
-                [
-                    (int(r["seq"]), -float(r["rank"]))
-                    for r in conn.execute(
-                        "SELECT f.rowid AS seq, bm25(memories_fts, 1.0, 0.5, 0.5, 0.5) AS rank"
-                        " FROM memories_fts f JOIN memories m ON m.seq = f.rowid"
-                        f" WHERE memories_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
-                        [match, *params, limit],
-                    ).fetchall()
-                ]
-                for where, params in clauses
-            ]
+
+            def ranked(where: str, params: list[object]) -> list[tuple[int, float]]:
+                rows = conn.execute(
+                    "SELECT f.rowid AS seq, bm25(memories_fts, 1.0, 0.5, 0.5, 0.5) AS rank"
+                    " FROM memories_fts f JOIN memories m ON m.seq = f.rowid"
+                    f" WHERE memories_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
+                    [match, *params, limit],
+                ).fetchall()
+                return [(int(r["seq"]), -float(r["rank"])) for r in rows]
+
+            return [ranked(where, params) for where, params in clauses]
 
         return await self.db.run_read(work)
 
