@@ -164,6 +164,36 @@ def test_no_window_without_a_past_time_phrase(question: str) -> None:
     assert time_window(question, ASKED) is None
 
 
+@pytest.mark.parametrize(
+    ("question", "terms", "kept"),
+    [
+        # a count back: its words are no search terms
+        (
+            "What milestone did I mention four weeks ago?",
+            ["milestone", "mention", "four", "weeks", "ago"],
+            ["milestone", "mention"],
+        ),
+        (
+            "plants repotted a couple of weeks ago",
+            ["plants", "repotted", "couple", "weeks", "ago"],
+            ["plants", "repotted"],
+        ),
+        ("what 5 days ago", ["5", "days", "ago"], ["5", "days", "ago"]),  # nothing else: kept
+        # other phrases stay searched: answers often repeat them ("last weekend I ...")
+        (
+            "What did John volunteer at last weekend?",
+            ["john", "volunteer", "last", "weekend"],
+            ["john", "volunteer", "last", "weekend"],
+        ),
+        ("the trip in June", ["trip", "june"], ["trip", "june"]),
+    ],
+)
+def test_a_count_back_is_no_search_term(question: str, terms: list[str], kept: list[str]) -> None:
+    window = time_window(question, ASKED)
+    assert window is not None
+    assert window.search_terms(terms) == kept
+
+
 def test_edges_of_the_calendar_and_of_the_text() -> None:
     assert time_window("900 years ago", datetime(500, 1, 1, tzinfo=UTC)) is None
     assert time_window("last year", datetime(1, 6, 1, tzinfo=UTC)) is None
@@ -258,3 +288,34 @@ def test_the_sql_path_searches_the_named_time_too(make_client: Callable[..., Tes
     assert [m for m, _ in named] == [recent] and named[0][1] > 0
     later = (ASKED + 365 * DAY).isoformat()
     assert _answer(client, NAMED, asked_at=later) == [(old, 0.0)]
+
+
+def test_other_times_counted_back_are_not_found_by_the_count(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """ "What did I sign four weeks ago?": a note from two months back that says "three
+    weeks ago" shares the count's words, not the question's; they are no search terms,
+    so full text finds only the note that shares "sign", the one inside the window."""
+    client = make_client(recall={"min_score": 0})
+    other = remember(
+        client,
+        "I repotted the spider plant three weeks ago and it is growing",
+        project="p",
+        timestamp=(ASKED - 60 * DAY).isoformat(),
+    )["memory_id"]
+    signed = remember(
+        client,
+        "signed the contract with my first client today",
+        project="p",
+        timestamp=(ASKED - 28 * DAY).isoformat(),
+    )["memory_id"]
+    results = query(
+        client,
+        "What did I sign four weeks ago?",
+        project="p",
+        explain=True,
+        asked_at=ASKED.isoformat(),
+    )["results"]
+    ranks = {r["memory"]["id"]: r["explain"]["fts_rank"] for r in results}
+    assert ranks[signed] == 1
+    assert other in ranks and ranks[other] is None

@@ -217,6 +217,8 @@ class Recaller:
         window = None
         if cfg.when_weight > 0:
             window = time_window(query, asked_at or filters.as_of or utcnow())
+        if window is not None:
+            terms = window.search_terms(terms)
         if in_memory:
             found = await self._in_memory(query, terms, filters, fusion, keep, stages, window)
         else:

@@ -85,6 +85,21 @@ _MAX_AGO = 1000  # "9999 years ago" points to no memory; past this the phrase is
 class TimeWindow:
     start: datetime
     end: datetime
+    # the words of a count back from the asking moment ("four weeks ago"); see
+    # ``search_terms``
+    counted: frozenset[str] = frozenset()
+
+    def search_terms(self, terms: list[str]) -> list[str]:
+        """``terms`` without the words of a count back ("four", "weeks", "ago").
+
+        A memory told at another moment counts back to the same day with another number,
+        so as search words such a phrase finds other times ("I repotted it three weeks
+        ago"), never this one: the window already says when. Measured (BENCHMARKS,
+        session 21): dropping every time word instead lost LoCoMo answers that repeat
+        the question's own "last weekend" or "last year", as people retell them.
+        """
+        kept = [term for term in terms if term not in self.counted]
+        return kept or terms
 
     def closeness(self, timestamp: float) -> float:
         """1 inside the window, falling linearly to 0 one window-width outside it."""
@@ -173,7 +188,8 @@ def _ago(words: list[str], i: int, now: datetime) -> TimeWindow | None:
         return None
     back = timedelta(days=count * _UNIT_DAYS[unit])
     slack = max(back * _SPREAD, timedelta(days=1))
-    return TimeWindow(now - back - slack, now - back + slack)
+    counted = frozenset(words[number_at : i + 1])
+    return TimeWindow(now - back - slack, now - back + slack, counted)
 
 
 def _last(what: str, now: datetime) -> TimeWindow | None:
