@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 from starlette.testclient import TestClient
 
+from mnemonic.llm.embedding.onnx import OnnxEmbedder
 from mnemonic.recall.clauses import MAX_CLAUSES, SCANNED_CHARS, question_clauses
 from tests.support.api import query, remember
 
@@ -128,3 +130,34 @@ def test_the_named_time_weighs_the_clauses_as_the_whole_store_does(
     explained = {r["memory"]["id"]: r["explain"] for r in results}
     assert explained[inside]["clause_rank"] is None
     assert explained[inside]["direct"] == pytest.approx(2.0 / 2.5, rel=1e-6)
+
+
+def test_the_clauses_together_are_evidence_the_question_is_met(
+    make_client: Callable[..., TestClient], embedder: OnnxEmbedder
+) -> None:
+    """Each note meets one clause of "What did I cook when my sister visited?" better than
+    the whole question meets either (the question's vector sits between them), and
+    neither shares a word with it. With the relevance floor set between the question's
+    best cosine and the mean of the clauses' best ones, only the clauses' evidence can
+    answer: the question is answered with them and with nothing without them."""
+    question = "What did I cook when my sister visited?"
+    notes = [
+        "made a big pot of chili on the stove",
+        "my older sibling stayed with us for the weekend",
+    ]
+    clauses = question_clauses(question)
+    vectors = np.asarray(embedder.embed([question, *clauses, *notes]))
+    whole, parts, stored = vectors[0], vectors[1:3], vectors[3:]
+    best_whole = float(np.max(stored @ whole))
+    clause_mean = float(np.mean(np.max(stored @ parts.T, axis=0)))
+    assert best_whole + 0.02 < clause_mean  # the case the evidence is for
+    floor = (best_whole + clause_mean) / 2
+    answered = {}
+    for clause_weight in (0.0, 0.5):
+        client = make_client(
+            recall={"clause_weight": clause_weight, "vector_floor": floor, "min_score": 1e-6}
+        )
+        for note in notes:
+            remember(client, note, project="p")
+        answered[clause_weight] = len(query(client, question, project="p")["results"])
+    assert answered == {0.0: 0, 0.5: 2}

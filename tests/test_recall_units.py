@@ -196,6 +196,10 @@ def test_query_evidence() -> None:
     assert both == pytest.approx(1 - 0.5 * (1 - 4 / 9))
     # the strongest hit decides
     assert query_evidence([], {1: 0.525, 2: 0.3}, {}, CAL) == pytest.approx(0.5)
+    # the clauses' mean best cosine is evidence too, when it beats every hit
+    assert query_evidence([], {1: 0.2}, {}, CAL, clause_cosine=0.525) == pytest.approx(0.5)
+    assert query_evidence([], {1: 0.525}, {}, CAL, clause_cosine=0.4) == pytest.approx(0.5)
+    assert query_evidence([], {1: 0.2}, {}, CAL, clause_cosine=0.3) == 0.0
 
 
 def _scored(seq: int, strength: float) -> Scored:

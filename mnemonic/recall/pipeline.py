@@ -89,6 +89,7 @@ class _Candidates:
     arrivals: dict[int, Arrival]  # how spreading reached each node (explain, feedback)
     count: int
     known: dict[int, Memory] = field(default_factory=dict)  # memories already read (SQL path)
+    clause_cosine: float = 0.0  # the mean of the clauses' best cosines (``_clause_cosine``)
 
 
 class _Stages:
@@ -247,10 +248,17 @@ class Recaller:
         if sum(len(t) for t in fts_texts.values()) > _INLINE_EVIDENCE_CHARS:
             # one regex pass per query word over each text: long notes go to a thread
             evidence = await self._off_loop(
-                query_evidence, terms, found.cosine, fts_texts, self._calibration
+                query_evidence,
+                terms,
+                found.cosine,
+                fts_texts,
+                self._calibration,
+                found.clause_cosine,
             )
         else:
-            evidence = query_evidence(terms, found.cosine, fts_texts, self._calibration)
+            evidence = query_evidence(
+                terms, found.cosine, fts_texts, self._calibration, found.clause_cosine
+            )
         floor = cfg.min_score if min_score is None else min_score
         # ranked is strongest first, so the pool is a prefix: calibrate only that
         passing = [r for r in calibrate(found.ranked, evidence, pool_size) if r.score >= floor]
@@ -340,6 +348,7 @@ class Recaller:
         passages = self._cfg.passage_vectors
         vector_hits = index.nearest(vector, depths[1], allowed, filters, passages=passages)
         clause_hits: list[tuple[int, float]] | None = None
+        each: list[list[tuple[int, float]]] = []
         if clauses:  # one product for all of them
             each = index.nearest_each(
                 np.stack(clauses), depths[1], allowed, filters, passages=passages
@@ -382,6 +391,7 @@ class Recaller:
         )
         for seq, cosine in windowed:  # evidence and explain see their cosines too
             found.cosine.setdefault(seq, cosine)
+        found.clause_cosine = _clause_cosine(each)
         if len(index.supersessions):
             found.ranked = self._supersede(found.ranked, allowed, filters)
         return found
@@ -562,6 +572,21 @@ def _merged(lists: Sequence[list[tuple[int, float]]], depth: int) -> list[tuple[
     for hits in lists:
         merged = best_of(merged, hits[:share], depth)
     return merged
+
+
+def _clause_cosine(each: Sequence[list[tuple[int, float]]]) -> float:
+    """The mean over the clauses of each one's best cosine (0 without clauses).
+
+    "How many years older am I than when I graduated from college?" is met by two
+    memories, one per clause, and by none alone: the whole question's vector sits between
+    them, nearer neither. The mean of the clauses' best cosines is about what one memory
+    holding both facts would score, so it is evidence that the question has real
+    matches (``query_evidence``); a question only one of whose clauses matches keeps
+    about half that match's cosine.
+    """
+    if not each:
+        return 0.0
+    return sum(max((cosine for _, cosine in hits), default=0.0) for hits in each) / len(each)
 
 
 def _inside(hits: list[tuple[int, float]], allowed: BoolArray) -> list[tuple[int, float]]:
