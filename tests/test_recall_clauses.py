@@ -68,7 +68,10 @@ OTHERS = [
 QUESTION = "How old was I when Alex was born?"
 
 
-def test_each_clause_brings_its_nearest_memories(make_client: Callable[..., TestClient]) -> None:
+@pytest.mark.parametrize("fusion", ["linear", "rrf"])
+def test_each_clause_brings_its_nearest_memories(
+    make_client: Callable[..., TestClient], fusion: str
+) -> None:
     """The note with the asker's age is the nearest memory of "How old was I": with the
     clauses searched it heads their list (``clause_rank`` 1), and that list adds to its
     direct strength by exactly its weight; without, no result has a clause rank.
@@ -76,10 +79,14 @@ def test_each_clause_brings_its_nearest_memories(make_client: Callable[..., Test
     Direct strength is the lists' weighted shares over their total weight: full text 1.3
     (the question names Alex), vectors 1.0, clauses 0.5. The note holds none of the
     question's words, so it is w/o clauses v / 2.3 and with them (v + 0.5) / 2.8, v its
-    share of the whole question's vector list, the same in both daemons."""
+    share of the whole question's vector list, the same in both daemons. Rank fusion
+    normalises by the same total (1 = first in every list), so the arithmetic is the
+    same for it, with v the note's reciprocal rank over the first's."""
     direct: dict[float, float] = {}
     for clause_weight in (0.0, 0.5):
-        client = make_client(recall={"clause_weight": clause_weight, "min_score": 0})
+        client = make_client(
+            recall={"clause_weight": clause_weight, "min_score": 0, "fusion": fusion}
+        )
         for note in OTHERS:
             remember(client, note, project="p")
         age = remember(client, AGE, project="p")["memory_id"]
