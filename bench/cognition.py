@@ -94,9 +94,14 @@ TEMPLATE_FORMAT = "quiet-ingest"  # in the cache key: templates built otherwise 
 
 
 def cache_key(dataset: str, limit: int | None) -> str:
+    """What the template home depends on: a change to any of it ingests again. The
+    passage splitter's version is in it because passages are embedded at ingest: a new
+    splitter measured on the old template's passages would measure nothing."""
     from mnemonic import __version__
+    from mnemonic.encoding.passages import SPLITTER
 
-    digest = hashlib.sha256(f"{dataset}:{limit}:{__version__}:{TEMPLATE_FORMAT}".encode())
+    key = f"{dataset}:{limit}:{__version__}:{TEMPLATE_FORMAT}:splitter{SPLITTER}"
+    digest = hashlib.sha256(key.encode())
     for path in sorted((ROOT / "migrations").glob("*.sql")):
         digest.update(path.read_bytes())
     for name in ("locomo-dev.json", "longmemeval-dev.json.gz"):
