@@ -142,15 +142,16 @@ def test_the_named_time_weighs_the_clauses_as_the_whole_store_does(
 def test_the_clauses_together_are_evidence_the_question_is_met(
     make_client: Callable[..., TestClient], embedder: OnnxEmbedder
 ) -> None:
-    """Each note meets one clause of "What did I cook when my sister visited?" better than
-    the whole question meets either (the question's vector sits between them), and
-    neither shares a word with it. With the relevance floor set between the question's
-    best cosine and the mean of the clauses' best ones, only the clauses' evidence can
-    answer: the question is answered with them and with nothing without them."""
-    question = "What did I cook when my sister visited?"
+    """Each note meets one clause of "How many years older am I than when I graduated
+    from college?" better than the whole question meets either (the question's vector
+    sits between them), and neither shares a word with it. With the relevance floor set
+    between the question's best cosine and the mean of the clauses' best ones, only the
+    clauses' evidence can answer: the question is answered with them and with nothing
+    without them."""
+    question = "How many years older am I than when I graduated from college?"
     notes = [
-        "made a big pot of chili on the stove",
-        "my older sibling stayed with us for the weekend",
+        "I just turned 32 last month",
+        "I got my Business Administration degree back in 2012",
     ]
     clauses = question_clauses(question)
     vectors = np.asarray(embedder.embed([question, *clauses, *notes]))
@@ -168,3 +169,20 @@ def test_the_clauses_together_are_evidence_the_question_is_met(
             remember(client, note, project="p")
         answered[clause_weight] = len(query(client, question, project="p")["results"])
     assert answered == {0.0: 0, 0.5: 2}
+
+
+def test_a_one_word_clause_is_no_evidence(make_client: Callable[..., TestClient]) -> None:
+    """ "How did I feel" is near any note about a mood; the other clause of the question
+    is near nothing here. Counted in the clauses' mean, the mood notes would answer an
+    off-topic question; with a clause of one content word the question keeps its whole
+    vector's evidence, which is none (default floor)."""
+    client = make_client()
+    for note in [
+        "I felt really anxious and sad all day",
+        "I was so happy and relaxed after the concert",
+        "we were thrilled when the puppy came home",
+    ]:
+        remember(client, note, project="p")
+    question = "How did I feel when the segfault in the linker happened?"
+    assert question_clauses(question) == ["How did I feel", "the segfault in the linker happened"]
+    assert query(client, question, project="p")["results"] == []

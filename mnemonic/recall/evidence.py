@@ -17,10 +17,11 @@ becomes 1.0. The calibration here looks at absolute signals instead:
   sits at cosine 0.21.
 
 A hit's evidence combines both as independent signals (``1 - (1-v)(1-w)``); the query's
-evidence is its strongest hit's, or that of its clauses' mean best cosine (a question
-told in parts, ``recall/clauses.py``, is met by one memory per part), whichever is more.
-Measured (BENCHMARKS, session 21): the mean answers one LongMemEval question more and 5
-of 480 off-topic probes more; the best clause alone answered 7 of 60 probes more.
+evidence is its strongest hit's, or that of its clauses' mean best cosine, whichever is
+more: a question told in parts (``recall/clauses.py``) can be met by one memory per part
+and by none alone (``pipeline._clause_cosine`` says when the clauses count). Measured
+(BENCHMARKS, session 21): one LongMemEval question more is answered; the best clause
+alone instead answered 7 of 60 off-topic probes more.
 """
 
 from __future__ import annotations
@@ -90,7 +91,8 @@ def query_evidence(
     calibration: Calibration,
     clause_cosine: float = 0.0,
 ) -> float:
-    """The strongest entry-point hit's evidence in [0, 1]: 0 means nothing real matched.
+    """The query's evidence in [0, 1], its strongest entry-point hit's or its clauses':
+    0 means nothing real matched.
 
     ``cosines`` are the vector neighbours' raw similarities, ``texts`` the full-text hits'
     searchable text (hits not hydrated are left out; the strongest ones always are),

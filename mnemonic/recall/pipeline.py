@@ -29,7 +29,7 @@ from mnemonic.index.recall_index import RecallIndex
 from mnemonic.llm.embedding import EmbeddingProvider, Vectors
 from mnemonic.recall.activation import Arrival, Spread, SpreadSettings, spread, spread_arrays
 from mnemonic.recall.clauses import question_clauses
-from mnemonic.recall.evidence import Calibration, query_evidence
+from mnemonic.recall.evidence import Calibration, content_terms, query_evidence
 from mnemonic.recall.fts_query import query_terms
 from mnemonic.recall.fusion import linear, rrf
 from mnemonic.recall.intent import asks_across_events
@@ -196,7 +196,8 @@ class Recaller:
 
         A time the question names ("two weeks ago": ``when.py``) counts back from
         ``asked_at`` (default: ``filters.as_of``, else now); memories inside it are
-        searched as a further entry point and lifted (``recall.when_weight``).
+        searched as a further entry point and lifted (``recall.when_weight``), and the
+        words of a count back are not searched (``TimeWindow.search_terms``).
 
         Scores are calibrated (``ranking.calibrate``): a query with no real evidence scores
         0 everywhere, so any positive ``min_score`` answers it with nothing. Near copies of
@@ -391,7 +392,7 @@ class Recaller:
         )
         for seq, cosine in windowed:  # evidence and explain see their cosines too
             found.cosine.setdefault(seq, cosine)
-        found.clause_cosine = _clause_cosine(each)
+        found.clause_cosine = _clause_cosine(fusion.clauses, each)
         if len(index.supersessions):
             found.ranked = self._supersede(found.ranked, allowed, filters)
         return found
@@ -574,17 +575,20 @@ def _merged(lists: Sequence[list[tuple[int, float]]], depth: int) -> list[tuple[
     return merged
 
 
-def _clause_cosine(each: Sequence[list[tuple[int, float]]]) -> float:
-    """The mean over the clauses of each one's best cosine (0 without clauses).
+def _clause_cosine(clauses: Sequence[str], each: Sequence[list[tuple[int, float]]]) -> float:
+    """The mean over the clauses of each one's best cosine; 0 without clauses, or when one
+    of them has fewer than ``EVIDENT_CLAUSE_WORDS`` content words.
 
     "How many years older am I than when I graduated from college?" is met by two
     memories, one per clause, and by none alone: the whole question's vector sits between
     them, nearer neither. The mean of the clauses' best cosines is about what one memory
     holding both facts would score, so it is evidence that the question has real
-    matches (``query_evidence``); a question only one of whose clauses matches keeps
-    about half that match's cosine.
+    matches (``query_evidence``). A clause of one content word ("How did I feel", "What
+    did I say") is near something in any personal store, and with it in the mean "How
+    did I feel when the segfault in the linker happened?" would count as met by any note
+    about a mood; such a question keeps only its whole vector's evidence.
     """
-    if not each:
+    if not each or any(len(content_terms(query_terms(c))) < EVIDENT_CLAUSE_WORDS for c in clauses):
         return 0.0
     return sum(max((cosine for _, cosine in hits), default=0.0) for hits in each) / len(each)
 
@@ -630,6 +634,9 @@ def _relevance(direct: Mapping[int, float], flow: Spread, weight: float) -> dict
 
 
 _LIVE = frozenset({"active", "fading"})
+EVIDENT_CLAUSE_WORDS = 2
+"""Content words each clause needs for the clauses' cosines to be evidence
+(``_clause_cosine``)."""
 _INLINE_EVIDENCE_CHARS = 50_000
 """Above this much hit text, word evidence is measured off the event loop (10 hits of
 100,000 adversarial characters cost ~0.9 s of regex work)."""
