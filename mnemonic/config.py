@@ -276,6 +276,14 @@ class RecallConfig(_Section):
         " 'How old was I when Alex was born?' also asks 'How old was I' and 'Alex was born');"
         " 0 = off.",
     )
+    common_name_share: float = Field(
+        0.25,
+        ge=0,
+        le=1,
+        description="A question naming someone most memories name too (a conversation's"
+        " speaker) is also searched by meaning without that name, in the clauses' ranking:"
+        " the names held by at least this share of the memories the query can see; 0 = off.",
+    )
     passage_vectors: bool = Field(
         True,
         description="A memory's vector score is its best passage's or its whole text's,"

@@ -166,6 +166,8 @@ FUNCTIONS: dict[str, Callable[[str], object]] = {
     "intent.asks_across_events": intent.asks_across_events,
     "clauses.question_clauses": clauses.question_clauses,
     "naming.names_something": naming.names_something,
+    "naming.proper_names": naming.proper_names,
+    "naming.without_names": lambda s: naming.without_names(s, naming.proper_names(s)),
     "when.time_window": lambda s: when.time_window(s, _NOW),
 }
 

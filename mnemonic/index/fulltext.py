@@ -544,6 +544,17 @@ class FullTextIndex:
         with self._lock:
             return len(self._phrase(keys, {})[0])
 
+    def allowed_frequency(self, term: str, allowed: Bools) -> int:
+        """How many documents ``allowed`` lets through match ``term`` (as ``search``'s
+        phrase): how common a word is among the memories one query can see."""
+        keys = tuple(term_key(t) for t in tokens(term))
+        if not keys:
+            return 0
+        with self._lock:
+            seqs = self._phrase(keys, {})[0]
+        seqs = seqs[seqs < len(allowed)]
+        return int(np.count_nonzero(allowed[seqs]))
+
     # ---- reporting -------------------------------------------------------------------------
     @property
     def document_count(self) -> int:

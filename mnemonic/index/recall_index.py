@@ -515,6 +515,16 @@ class RecallIndex:
             return allowed, []
         return allowed, self.fulltext.search(terms, allowed, limit, match_budget)
 
+    def common_words(self, words: Sequence[str], filters: Filters, share: float) -> list[str]:
+        """Those of ``words`` that at least ``share`` of the memories ``filters`` lets
+        through hold (full-text match): in a conversation every turn carries its
+        speaker's name."""
+        allowed = self.columns.mask(filters)
+        visible = int(np.count_nonzero(allowed))
+        if not visible:
+            return []
+        return [w for w in words if self.fulltext.allowed_frequency(w, allowed) >= share * visible]
+
     def nearest(
         self,
         vector: Vectors,

@@ -28,6 +28,7 @@ patterns that cannot backtrack (the encoder's among them, in the adversarial-inp
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Sequence
 
 from mnemonic.encoding.text import is_identifier
 
@@ -41,11 +42,40 @@ _ABBREVIATIONS = frozenset({"e.g", "i.e", "vs", "etc", "cf", "incl", "approx", "
 _NOT_ACRONYMS = frozenset({"OK", "AM", "PM"})
 _JOINERS = ("/", "::", "@", "#")  # beside what ``is_identifier`` already reads
 # a count or a quantity, not a name: "3rd", "5pm", "10k", "2x", "15th"
+_POSSESSIVE = re.compile(r"['’]s$")
 _QUANTITY = re.compile(r"\d+(?:st|nd|rd|th|am|pm|k|m|h|s|d|x|kg|km|mb|gb)?")
 
 
 def names_something(question: str) -> bool:
     """True when a word of ``question`` is a name, a number or an identifier (see module)."""
+    return any(_is_name(word, starts) for word, starts in _words(question))
+
+
+def proper_names(question: str) -> list[str]:
+    """The proper names of ``question``: words of letters only, capitalised past a
+    sentence start, not acronyms ("Melanie", "Paris"; not "I", "API", "v2"), without a
+    possessive "'s", each once, in order. What ``without_names`` can take out."""
+    found: dict[str, None] = {}
+    for word, starts in _words(question):
+        name = _POSSESSIVE.sub("", word.strip("'’.-"))
+        if name.isalpha() and _is_name(name, starts) and not name.isupper():
+            found[name] = None
+    return list(found)
+
+
+def without_names(question: str, names: Sequence[str]) -> str:
+    """``question`` with every whole-word occurrence of ``names`` (and its possessive)
+    taken out: "What do Melanie's kids like?" without Melanie is "What do kids like?"."""
+    if not names:
+        return question
+    words = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+    cut = re.sub(rf"(?<!\w)(?:{words})(?:['’]s)?(?!\w)", "", question[:SCANNED_CHARS])
+    return " ".join(cut.split())
+
+
+def _words(question: str) -> Iterator[tuple[str, bool]]:
+    """Each word of ``question``'s first ``SCANNED_CHARS`` characters, and whether it
+    starts a sentence."""
     starts_sentence = True
     previous = ""
     for word in _TOKEN.findall(question[:SCANNED_CHARS]):
@@ -53,11 +83,9 @@ def names_something(question: str) -> bool:
             if not (word == "." and previous.casefold() in _ABBREVIATIONS):
                 starts_sentence = True
             continue
-        if _is_name(word, starts_sentence):
-            return True
+        yield word, starts_sentence
         starts_sentence = False
         previous = word
-    return False
 
 
 def _is_name(token: str, starts_sentence: bool) -> bool:
