@@ -280,9 +280,11 @@ class RecallConfig(_Section):
         0.25,
         ge=0,
         le=1,
-        description="A question naming someone most memories name too (a conversation's"
-        " speaker) is also searched by meaning without that name, in the clauses' ranking:"
-        " the names held by at least this share of the memories the query can see; 0 = off.",
+        description="A question naming a speaker of the conversation it searches ('What does"
+        " Melanie do to destress?' where turns read 'Melanie: ...') is also searched by"
+        " meaning without that name, in the clauses' ranking: names held by at least this"
+        " share of the memories the query can see, mostly as a leading 'Name:' label;"
+        " 0 = off.",
     )
     passage_vectors: bool = Field(
         True,

@@ -149,8 +149,8 @@ class Explain(_Out):
     clause_rank: int | None = Field(
         description="Rank among the nearest memories of the question's clauses ('How old was"
         " I when Alex was born?' also asks 'How old was I' and 'Alex was born') and of its"
-        " wording without a name most memories hold ('What does Melanie do to destress?'"
-        " also asks 'What does do to destress?', `recall.common_name_share`); null when the"
+        " wording without a speaker's name ('What does Melanie do to destress?' also asks"
+        " 'What does do to destress?', `recall.common_name_share`); null when the"
         " question has neither, this memory is not among them, `recall.clause_weight` is 0"
         " or recall ran without vectors (the SQL path while the index builds).",
     )

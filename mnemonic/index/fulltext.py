@@ -544,16 +544,19 @@ class FullTextIndex:
         with self._lock:
             return len(self._phrase(keys, {})[0])
 
-    def allowed_frequency(self, term: str, allowed: Bools) -> int:
-        """How many documents ``allowed`` lets through match ``term`` (as ``search``'s
-        phrase): how common a word is among the memories one query can see."""
+    def allowed_holders(self, term: str, allowed: Bools, at_least: int) -> Int32s:
+        """The documents ``allowed`` lets through that match ``term`` (as ``search``'s
+        phrase), in seq order; none when fewer than ``at_least`` match at all (the mask is
+        then not looked at)."""
         keys = tuple(term_key(t) for t in tokens(term))
         if not keys:
-            return 0
+            return np.zeros(0, np.int32)
         with self._lock:
             seqs = self._phrase(keys, {})[0]
+        if len(seqs) < at_least:
+            return np.zeros(0, np.int32)
         seqs = seqs[seqs < len(allowed)]
-        return int(np.count_nonzero(allowed[seqs]))
+        return np.sort(seqs[allowed[seqs]])
 
     # ---- reporting -------------------------------------------------------------------------
     @property

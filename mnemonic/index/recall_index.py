@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import sqlite3
 import threading
 import time
@@ -515,15 +516,21 @@ class RecallIndex:
             return allowed, []
         return allowed, self.fulltext.search(terms, allowed, limit, match_budget)
 
-    def common_words(self, words: Sequence[str], filters: Filters, share: float) -> list[str]:
+    def common_words(
+        self, words: Sequence[str], filters: Filters, share: float, sample: int
+    ) -> dict[str, list[int]]:
         """Those of ``words`` that at least ``share`` of the memories ``filters`` lets
-        through hold (full-text match): in a conversation every turn carries its
-        speaker's name."""
+        through hold (full-text match), each with up to ``sample`` of its holders spread
+        evenly over them (for a caller that reads what they say)."""
         allowed = self.columns.mask(filters)
-        visible = int(np.count_nonzero(allowed))
-        if not visible:
-            return []
-        return [w for w in words if self.fulltext.allowed_frequency(w, allowed) >= share * visible]
+        needed = max(1, math.ceil(share * int(np.count_nonzero(allowed))))
+        common: dict[str, list[int]] = {}
+        for word in words:
+            holders = self.fulltext.allowed_holders(word, allowed, needed)
+            if len(holders) >= needed:
+                picks = np.linspace(0, len(holders) - 1, min(sample, len(holders)))
+                common[word] = [int(holders[int(i)]) for i in picks]
+        return common
 
     def nearest(
         self,

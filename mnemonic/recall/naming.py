@@ -30,9 +30,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from mnemonic.encoding.text import is_identifier
+from mnemonic.encoding.text import STOPWORDS, is_identifier
 
 SCANNED_CHARS = 1000
+MAX_NAMES = 8  # proper names a question is searched without, at most (each one is looked up)
 # a run of word characters and the joiners an identifier keeps, or what ends a sentence
 _TOKEN = re.compile(r"[@#]?[\w'’]+(?:(?:::|[./@#-])[\w'’]+)*|[.!?:\n]")
 _ENDS = frozenset({".", "!", "?", ":", "\n"})  # "Question: What ..." starts one too
@@ -52,24 +53,34 @@ def names_something(question: str) -> bool:
 
 
 def proper_names(question: str) -> list[str]:
-    """The proper names of ``question``: words of letters only, capitalised past a
-    sentence start, not acronyms ("Melanie", "Paris"; not "I", "API", "v2"), without a
-    possessive "'s", each once, in order. What ``without_names`` can take out."""
+    """The first ``MAX_NAMES`` proper names of ``question``: words of letters only,
+    capitalised past a sentence start, not acronyms, identifiers or stopwords ("Melanie",
+    "Paris"; not "I", "API", "GitHub", "The"), without a possessive "'s", each once, in
+    order. What ``without_names`` can take out."""
     found: dict[str, None] = {}
     for word, starts in _words(question):
         name = _POSSESSIVE.sub("", word.strip("'’.-"))
-        if name.isalpha() and _is_name(name, starts) and not name.isupper():
+        if (
+            name.isalpha()
+            and _is_name(name, starts)
+            and not name.isupper()
+            and not is_identifier(name)
+            and name.casefold() not in STOPWORDS
+        ):
             found[name] = None
+            if len(found) == MAX_NAMES:
+                break
     return list(found)
 
 
 def without_names(question: str, names: Sequence[str]) -> str:
     """``question`` with every whole-word occurrence of ``names`` (and its possessive)
-    taken out: "What do Melanie's kids like?" without Melanie is "What do kids like?"."""
+    taken out: "What do Melanie's kids like?" without Melanie is "What do kids like?".
+    A name joined to another word ("Tim-Tam", "Tim's-") is left as it is."""
     if not names:
         return question
     words = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
-    cut = re.sub(rf"(?<!\w)(?:{words})(?:['’]s)?(?!\w)", "", question[:SCANNED_CHARS])
+    cut = re.sub(rf"(?<![\w'’-])(?:{words})(?:['’]s)?(?![\w'’-])", "", question)
     return " ".join(cut.split())
 
 

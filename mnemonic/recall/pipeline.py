@@ -336,16 +336,20 @@ class Recaller:
         return found
 
     async def _without_common_names(self, query: str, filters: Filters) -> list[str]:
-        """The question without the names most memories it can see hold, when it has
-        such names: searched beside its clauses, in their ranking.
+        """The question without the speakers' names it holds, when it names a speaker:
+        searched beside its clauses, in their ranking.
 
-        In a conversation every turn carries its speaker's name, and in a short turn the
-        name weighs as much in the vector as what was said: "What does Melanie do to
-        destress?" was nearest to "Melanie: Wow, what an experience! How did it make you
-        feel?". The full text and the whole question keep the name; "What does do to
-        destress?" finds the turns about destressing. Rare names ("Paris") stay: they
-        say what the answer is about. Measured (BENCHMARKS, session 21): LoCoMo R@10
-        +0.010, multi-hop +0.024; the question itself searched twice instead lost 0.005.
+        In a conversation every turn starts with its speaker's name ("Melanie: ..."), and
+        in a short turn the name weighs as much in the vector as what was said: "What
+        does Melanie do to destress?" was nearest to "Melanie: Wow, what an experience!
+        How did it make you feel?". The full text and the whole question keep the name;
+        "What does do to destress?" finds the turns about destressing. A name counts as
+        a speaker's when at least ``recall.common_name_share`` of the memories the query
+        can see hold it and most of a sample of those begin with it as a label
+        (``_labels``): a product or topic held as widely ("Postgres" in a database
+        project) says what the answer is about and stays. Measured (BENCHMARKS, session
+        21): LoCoMo R@10 +0.010, multi-hop +0.024; the question itself searched twice
+        instead lost 0.005.
         """
         cfg = self._cfg
         if not (cfg.common_name_share and cfg.clause_weight and cfg.vector_weight):
@@ -353,11 +357,21 @@ class Recaller:
         names = proper_names(query)
         if not names:
             return []
-        common = await self._off_loop(
-            self._index.common_words, names, filters, cfg.common_name_share
+        held = await self._off_loop(
+            self._index.common_words, names, filters, cfg.common_name_share, LABEL_SAMPLE
         )
-        reworded = without_names(query, common)
-        return [reworded] if common and len(reworded.split()) >= 2 else []
+        if not held:
+            return []
+        read = await self._memories.get_many(sorted({s for seqs in held.values() for s in seqs}))
+        speakers = [
+            name
+            for name, seqs in held.items()
+            if 2 * sum(_labels(read[s].content, name) for s in seqs if s in read) >= len(seqs)
+        ]
+        reworded = without_names(query, speakers)
+        if not speakers or not content_terms(query_terms(reworded)):
+            return []  # "Who is Melanie?" without her asks nothing
+        return [reworded]
 
     def _rank_in_memory(
         self,
@@ -603,6 +617,12 @@ def _merged(lists: Sequence[list[tuple[int, float]]], depth: int) -> list[tuple[
     return merged
 
 
+def _labels(content: str, name: str) -> bool:
+    """Does ``content`` begin with ``name`` as a speaker's label ("Melanie: ...")?"""
+    text = content.lstrip()
+    return text.startswith(name) and text[len(name) : len(name) + 1] == ":"
+
+
 def _clause_cosine(clauses: Sequence[str], each: Sequence[list[tuple[int, float]]]) -> float:
     """The mean over the clauses of each one's best cosine; 0 without clauses, or when one
     of them has fewer than ``EVIDENT_CLAUSE_WORDS`` content words.
@@ -662,6 +682,9 @@ def _relevance(direct: Mapping[int, float], flow: Spread, weight: float) -> dict
 
 
 _LIVE = frozenset({"active", "fading"})
+LABEL_SAMPLE = 20
+"""Memories read per common name to tell a speaker's label from a topic
+(``_without_common_names``): a read of at most 20 x ``naming.MAX_NAMES`` rows."""
 EVIDENT_CLAUSE_WORDS = 2
 """Content words each clause needs for the clauses' cosines to be evidence
 (``_clause_cosine``)."""

@@ -33,7 +33,7 @@ class Signals:
     pattern: float = 0.0  # lift from a pattern the query matched (index/patterns.py)
     pattern_id: str | None = None
     pattern_title: str | None = None
-    clause_rank: int | None = None  # among the nearest of its clauses and name-free wording
+    clause_rank: int | None = None  # among the nearest of its clauses and speaker-free wording
 
 
 @dataclass(frozen=True, slots=True)
