@@ -87,6 +87,17 @@ def test_scores_are_comparable_across_queries(client: TestClient, notes: list[st
     assert exact["score"] >= 0.9
 
 
+def test_the_answer_says_its_evidence(client: TestClient, notes: list[str]) -> None:
+    """The query's evidence is in the answer: the strongest candidate's score, so a query
+    answered with nothing says why (evidence under ``min_score``)."""
+    for text, _needle in REAL:
+        answer = query(client, text)
+        assert answer["evidence"] == pytest.approx(max(r["score"] for r in answer["results"]))
+    for text in GIBBERISH + OFF_TOPIC:
+        answer = query(client, text)
+        assert answer["results"] == [] and answer["evidence"] < 0.05, text
+
+
 def test_min_score_cuts_weak_results(client: TestClient, notes: list[str]) -> None:
     every = query(client, "Postgres container disk", min_score=0, limit=50)["results"]
     assert len(every) == len(NOTES)

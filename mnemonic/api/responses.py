@@ -193,6 +193,12 @@ class QueryAnswer(_Out):
     query_id: str = Field(description="Quote it in /api/v1/feedback.")
     results: list[RecallResult]
     took_ms: Annotated[float, Field(ge=0)]
+    evidence: Unit = Field(
+        description="How surely the query has real matches, from 0 (none: every score is 0"
+        " and any positive `min_score` answers nothing) to 1: the best entry-point hit's"
+        " meaning and words, or the question's clauses met one memory each. The best"
+        " candidate scores exactly this."
+    )
 
 
 class FeedbackDone(_Out):

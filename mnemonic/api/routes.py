@@ -156,6 +156,7 @@ def build_routes(service: MemoryService, health: HealthFn) -> list[Route]:
                 "query_id": answer.query_id,
                 "results": [result_json(s, explain=body.explain) for s in answer.results],
                 "took_ms": round(answer.took_ms, 3),
+                "evidence": round(answer.evidence, 6),
             }
         )
 

@@ -99,6 +99,7 @@ class RecallAnswer:
     query_id: str
     results: list[Scored]
     took_ms: float
+    evidence: float = 0.0  # the query's evidence in [0, 1] (recall/evidence.py)
 
 
 class MemoryService:
@@ -386,7 +387,7 @@ class MemoryService:
                 took_ms=round(took_ms, 3),
             )
         )
-        return RecallAnswer(record.id, outcome.results, took_ms)
+        return RecallAnswer(record.id, outcome.results, took_ms, outcome.evidence)
 
     def _answered_weakly(self, results: list[Scored], limit: int, filters: Filters) -> bool:
         cfg = self._cfg.recall

@@ -37,6 +37,8 @@ def test_results_show_score_and_explain_bars(
     assert "100%" in top["widths"]  # the largest contribution fills its track
     status = page.inner_text(f"{SEARCH} .search-status")
     assert "round trip" in status
+    # the query's evidence is the best candidate's score
+    assert f"evidence {max(float(r['score']) for r in rows):.3f}" in status
 
 
 def test_filters_narrow_the_results_and_live_in_the_url(

@@ -107,7 +107,8 @@ export function mount(root, params, ctx) {
 
   function render(answer, roundTrip, body) {
     const results = answer.results || [];
-    status.textContent = `${results.length} result${results.length === 1 ? "" : "s"} · ${answer.took_ms.toFixed(1)} ms in the daemon, ${roundTrip.toFixed(0)} ms round trip`;
+    // the query's evidence: the best candidate's score, 0 when nothing real matched
+    status.textContent = `${results.length} result${results.length === 1 ? "" : "s"} · evidence ${answer.evidence.toFixed(3)} · ${answer.took_ms.toFixed(1)} ms in the daemon, ${roundTrip.toFixed(0)} ms round trip`;
     root.dataset.roundtripMs = roundTrip.toFixed(1);
     root.dataset.queryId = answer.query_id;
     if (!results.length) list.append(h("li", { class: "muted" }, "Nothing matched."));
