@@ -618,8 +618,9 @@ def _merged(lists: Sequence[list[tuple[int, float]]], depth: int) -> list[tuple[
 
 
 def _labels(content: str, name: str) -> bool:
-    """Does ``content`` begin with ``name`` as a speaker's label ("Melanie: ...")?"""
-    text = content.lstrip()
+    """Does ``content`` begin with ``name`` as a speaker's label ("Melanie: ...")? Only its
+    start is looked at (a memory may be megabytes long)."""
+    text = content[: len(name) + _LABEL_LEAD].lstrip()
     return text.startswith(name) and text[len(name) : len(name) + 1] == ":"
 
 
@@ -682,6 +683,7 @@ def _relevance(direct: Mapping[int, float], flow: Spread, weight: float) -> dict
 
 
 _LIVE = frozenset({"active", "fading"})
+_LABEL_LEAD = 16  # leading whitespace a label may follow
 LABEL_SAMPLE = 20
 """Memories read per common name to tell a speaker's label from a topic
 (``_without_common_names``): a read of at most 20 x ``naming.MAX_NAMES`` rows."""
