@@ -538,25 +538,25 @@ class FullTextIndex:
 
     def document_frequency(self, term: str) -> int:
         """How many documents match ``term`` (as the phrase ``search`` would use)."""
-        keys = tuple(term_key(t) for t in tokens(term))
-        if not keys:
-            return 0
-        with self._lock:
-            return len(self._phrase(keys, {})[0])
+        return len(self._holders(term))
 
     def allowed_holders(self, term: str, allowed: Bools, at_least: int) -> Int32s:
         """The documents ``allowed`` lets through that match ``term`` (as ``search``'s
         phrase), in seq order; none when fewer than ``at_least`` match at all (the mask is
         then not looked at)."""
-        keys = tuple(term_key(t) for t in tokens(term))
-        if not keys:
-            return np.zeros(0, np.int32)
-        with self._lock:
-            seqs = self._phrase(keys, {})[0]
+        seqs = self._holders(term)
         if len(seqs) < at_least:
             return np.zeros(0, np.int32)
         seqs = seqs[seqs < len(allowed)]
         return np.sort(seqs[allowed[seqs]])
+
+    def _holders(self, term: str) -> Int32s:
+        """The documents that match ``term`` as ``search``'s phrase, in no set order."""
+        keys = tuple(term_key(t) for t in tokens(term))
+        if not keys:
+            return np.zeros(0, np.int32)
+        with self._lock:
+            return self._phrase(keys, {})[0]
 
     # ---- reporting -------------------------------------------------------------------------
     @property
