@@ -14,6 +14,7 @@ from mnemonic.recall.naming import (
     SCANNED_CHARS,
     names_something,
     proper_names,
+    speakers,
     without_names,
 )
 from tests.support.api import query, remember
@@ -146,6 +147,18 @@ def test_proper_names_and_the_question_without_them(
     assert proper_names(" ".join(f"and N{'a' * i}me" for i in range(20))) == [
         f"N{'a' * i}me" for i in range(MAX_NAMES)
     ]
+
+
+def test_a_speaker_is_a_name_most_sampled_holders_begin_with_as_a_label() -> None:
+    samples = {
+        "Melanie": ["Melanie: hi", "  Melanie: so tired", "Caroline: ask Melanie"],
+        "Postgres": ["Postgres 16 is out", "bumped Postgres max_connections"],
+        "Tim": ["Timothy: hello", "Tim - not a label"],  # "Timothy:" labels someone else
+        "Ann": [],
+        "Joe": ["Joe: a", "x Joe: b"],  # half is enough
+    }
+    assert speakers(samples) == ["Melanie", "Joe"]
+    assert speakers({"Bo": [" " * 40 + "Bo: far in"]}) == []  # only the start is read
 
 
 SPEAKER_NOTES = [

@@ -28,12 +28,13 @@ patterns that cannot backtrack (the encoder's among them, in the adversarial-inp
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from mnemonic.encoding.text import STOPWORDS, is_identifier
 
 SCANNED_CHARS = 1000
 MAX_NAMES = 8  # proper names a question is searched without, at most (each one is looked up)
+_LABEL_LEAD = 16  # leading whitespace a speaker's label may follow
 # a run of word characters and the joiners an identifier keeps, or what ends a sentence
 _TOKEN = re.compile(r"[@#]?[\w'’]+(?:(?:::|[./@#-])[\w'’]+)*|[.!?:\n]")
 _ENDS = frozenset({".", "!", "?", ":", "\n"})  # "Question: What ..." starts one too
@@ -42,8 +43,8 @@ _PRONOUN = frozenset({"i", "i'm", "i've", "i'd", "i'll", "i’m", "i’ve", "i�
 _ABBREVIATIONS = frozenset({"e.g", "i.e", "vs", "etc", "cf", "incl", "approx", "viz", "ca"})
 _NOT_ACRONYMS = frozenset({"OK", "AM", "PM"})
 _JOINERS = ("/", "::", "@", "#")  # beside what ``is_identifier`` already reads
-# a count or a quantity, not a name: "3rd", "5pm", "10k", "2x", "15th"
 _POSSESSIVE = re.compile(r"['’]s$")
+# a count or a quantity, not a name: "3rd", "5pm", "10k", "2x", "15th"
 _QUANTITY = re.compile(r"\d+(?:st|nd|rd|th|am|pm|k|m|h|s|d|x|kg|km|mb|gb)?")
 
 
@@ -82,6 +83,24 @@ def without_names(question: str, names: Sequence[str]) -> str:
     words = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
     cut = re.sub(rf"(?<![\w'’-])(?:{words})(?:['’]s)?(?![\w'’-])", "", question)
     return " ".join(cut.split())
+
+
+def speakers(samples: Mapping[str, Sequence[str]]) -> list[str]:
+    """The names whose sampled holders mostly begin with them as a speaker's label
+    ("Melanie: ..."): ``samples`` maps each name to some of the memories that hold it.
+    A topic held as widely ("Postgres" in a database project) is no label."""
+    return [
+        name
+        for name, contents in samples.items()
+        if contents and 2 * sum(_labels(content, name) for content in contents) >= len(contents)
+    ]
+
+
+def _labels(content: str, name: str) -> bool:
+    """Does ``content`` begin with ``name`` as a speaker's label? Only its start is looked
+    at (a memory may be megabytes long)."""
+    text = content[: len(name) + _LABEL_LEAD].lstrip()
+    return text.startswith(name) and text[len(name) : len(name) + 1] == ":"
 
 
 def _words(question: str) -> Iterator[tuple[str, bool]]:

@@ -34,7 +34,7 @@ from mnemonic.recall.fts_query import query_terms
 from mnemonic.recall.fusion import linear, rrf
 from mnemonic.recall.intent import asks_across_events
 from mnemonic.recall.mmr import Duplicates, mmr_order
-from mnemonic.recall.naming import names_something, proper_names, without_names
+from mnemonic.recall.naming import names_something, proper_names, speakers, without_names
 from mnemonic.recall.query_cache import QueryVectors
 from mnemonic.recall.ranking import (
     Ranked,
@@ -346,8 +346,8 @@ class Recaller:
         "What does do to destress?" finds the turns about destressing. A name counts as
         a speaker's when at least ``recall.common_name_share`` of the memories the query
         can see hold it and most of a sample of those begin with it as a label
-        (``_labels``): a product or topic held as widely ("Postgres" in a database
-        project) says what the answer is about and stays. Measured (BENCHMARKS, session
+        (``naming.speakers``): a product or topic held as widely ("Postgres" in a
+        database project) says what the answer is about and stays. Measured (BENCHMARKS, session
         21): LoCoMo R@10 +0.010, multi-hop +0.024; the question itself searched twice
         instead lost 0.005.
         """
@@ -363,13 +363,12 @@ class Recaller:
         if not held:
             return []
         read = await self._memories.get_many(sorted({s for seqs in held.values() for s in seqs}))
-        speakers = [
-            name
-            for name, seqs in held.items()
-            if 2 * sum(_labels(read[s].content, name) for s in seqs if s in read) >= len(seqs)
-        ]
-        reworded = without_names(query, speakers)
-        if not speakers or not content_terms(query_terms(reworded)):
+        samples = {
+            name: [read[s].content for s in seqs if s in read] for name, seqs in held.items()
+        }
+        named = speakers(samples)
+        reworded = without_names(query, named)
+        if not named or not content_terms(query_terms(reworded)):
             return []  # "Who is Melanie?" without her asks nothing
         return [reworded]
 
@@ -617,13 +616,6 @@ def _merged(lists: Sequence[list[tuple[int, float]]], depth: int) -> list[tuple[
     return merged
 
 
-def _labels(content: str, name: str) -> bool:
-    """Does ``content`` begin with ``name`` as a speaker's label ("Melanie: ...")? Only its
-    start is looked at (a memory may be megabytes long)."""
-    text = content[: len(name) + _LABEL_LEAD].lstrip()
-    return text.startswith(name) and text[len(name) : len(name) + 1] == ":"
-
-
 def _clause_cosine(clauses: Sequence[str], each: Sequence[list[tuple[int, float]]]) -> float:
     """The mean over the clauses of each one's best cosine; 0 without clauses, or when one
     of them has fewer than ``EVIDENT_CLAUSE_WORDS`` content words.
@@ -683,7 +675,6 @@ def _relevance(direct: Mapping[int, float], flow: Spread, weight: float) -> dict
 
 
 _LIVE = frozenset({"active", "fading"})
-_LABEL_LEAD = 16  # leading whitespace a label may follow
 LABEL_SAMPLE = 20
 """Memories read per common name to tell a speaker's label from a topic
 (``_without_common_names``): a read of at most 20 x ``naming.MAX_NAMES`` rows."""
