@@ -317,12 +317,29 @@ def _looks_random(text: str, match: re.Match[str], start: int, end: int) -> bool
     if value.startswith(("sk-proj-", "sk-ant-", "sk-svcacct-", "sk-admin-")):
         return True
     body = value[3:]
-    classes = (
-        any(c.isdigit() for c in body)
-        + any(c.islower() for c in body)
-        + any(c.isupper() for c in body)
-    )
-    return classes >= 2 and any(c.isdigit() for c in body) and shannon_entropy(body) >= 3.0
+    if not any(c.isdigit() for c in body):
+        return _random_letters(body)
+    classes = 1 + any(c.islower() for c in body) + any(c.isupper() for c in body)
+    return classes >= 2 and shannon_entropy(body) >= 3.0
+
+
+def _random_letters(body: str) -> bool:
+    """A key body of letters only: one generated key in about 5,000 has no digit (48
+    random letters and digits), and it is still a key. In random letters a quarter of
+    neighbouring pairs are two capitals and one letter in eight is a small one between
+    two capitals; a CamelCase name has one capital a word, so almost none of either, and
+    its acronyms ("HTTPServer") no small letter alone (a kebab-case name has joiners and
+    is no ``isalpha``)."""
+    if len(body) < 32 or not body.isascii() or not body.isalpha():
+        return False
+    cases = "".join("U" if c.isupper() else "l" for c in body)
+    capital_pairs = len(_CAPITAL_PAIR.findall(cases))
+    lone_small = len(_LONE_SMALL.findall(cases))
+    return capital_pairs >= len(body) // 10 and lone_small >= 2 and shannon_entropy(body) >= 4.0
+
+
+_CAPITAL_PAIR = re.compile(r"(?=UU)")  # overlapping: "UUU" holds two
+_LONE_SMALL = re.compile(r"(?=UlU)")
 
 
 def _password_flag_ok(text: str, match: re.Match[str], start: int, end: int) -> bool:
